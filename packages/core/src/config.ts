@@ -1,0 +1,242 @@
+import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
+import * as z from 'zod';
+import { ConfigError } from './errors.js';
+
+/**
+ * Configuration (DESIGN §3): one zod object whose keys are the environment variable names, so
+ * every problem is reported under the name the operator has to fix. Servers extend
+ * {@link baseConfigShape} with their own keys. Every key also accepts a `NAME_FILE` variant whose
+ * value is a path to read the value from (Docker and Kubernetes secrets).
+ */
+
+const secretRegistry = z.registry<Record<string, never>>();
+
+/** Marks a config value as secret: it is never logged, echoed in errors or audited. */
+export function secret<T extends z.ZodType>(schema: T): T {
+  secretRegistry.add(schema, {});
+  return schema;
+}
+
+const truthy = ['true', '1', 'yes', 'on'];
+const falsy = ['false', '0', 'no', 'off'];
+
+/** A boolean environment variable: true/false, 1/0, yes/no, on/off (case-insensitive). */
+export const envBoolean = z
+  .string()
+  .trim()
+  .toLowerCase()
+  .refine((v) => truthy.includes(v) || falsy.includes(v), {
+    message: 'expected one of true, false, 1, 0, yes, no, on, off',
+  })
+  .transform((v) => truthy.includes(v));
+
+/** A comma-separated list; blanks are dropped. */
+export const envList = z.string().transform((v) =>
+  v
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s.length > 0),
+);
+
+/** An integer environment variable within bounds. */
+export function envInt(min: number, max: number) {
+  return z
+    .string()
+    .trim()
+    .regex(/^-?\d+$/, 'expected an integer')
+    .transform(Number)
+    .pipe(z.number().int().min(min).max(max));
+}
+
+/** The settings every Gatehouse server shares. */
+export const baseConfigShape = {
+  GATEHOUSE_TRANSPORT: z
+    .enum(['stdio', 'http'])
+    .default('stdio')
+    .describe('stdio for Claude Desktop and other local clients; http for Streamable HTTP.'),
+  GATEHOUSE_HOST: z
+    .string()
+    .min(1)
+    .default('127.0.0.1')
+    .describe('Address the HTTP transport binds to.'),
+  GATEHOUSE_PORT: envInt(0, 65535).default(3000).describe('HTTP port (0 picks a free one).'),
+  GATEHOUSE_HTTP_PATH: z
+    .string()
+    .regex(/^\/[A-Za-z0-9._~/-]*$/, 'expected an absolute URL path such as /mcp')
+    .default('/mcp')
+    .describe('Path of the MCP endpoint.'),
+  GATEHOUSE_ALLOWED_ORIGINS: envList
+    .default([])
+    .describe(
+      'Origins (scheme://host[:port]) browsers may call from; localhost origins are allowed on a loopback bind.',
+    ),
+  GATEHOUSE_ALLOWED_HOSTS: envList
+    .default([])
+    .describe(
+      'Host header values accepted (hostnames); required when binding to a non-loopback address.',
+    ),
+  GATEHOUSE_MAX_BODY_BYTES: envInt(1024, 64 * 1024 * 1024)
+    .default(1024 * 1024)
+    .describe('Largest accepted HTTP request body; larger ones get 413.'),
+  GATEHOUSE_DRAIN_MS: envInt(0, 600_000)
+    .default(10_000)
+    .describe('On SIGTERM/SIGINT, how long in-flight calls may take to finish.'),
+  GATEHOUSE_TOOL_TIMEOUT_MS: envInt(100, 3_600_000)
+    .default(30_000)
+    .describe('Default per-call deadline of a tool (a tool may set its own).'),
+  GATEHOUSE_LOG_LEVEL: z
+    .enum(['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'])
+    .default('info')
+    .describe('Log level of the stderr log.'),
+  GATEHOUSE_TOOLS_ENABLE: envList
+    .default([])
+    .describe('Only these tools are enabled (names); empty means all read tools.'),
+  GATEHOUSE_TOOLS_DISABLE: envList.default([]).describe('These tools are disabled (names).'),
+  GATEHOUSE_ENABLE_WRITES: envBoolean
+    .default(false)
+    .describe('Enable every write tool (write tools are off by default).'),
+  GATEHOUSE_READ_ONLY: envBoolean
+    .default(false)
+    .describe('Disable every write tool, whatever else is configured.'),
+  GATEHOUSE_AUTH: z
+    .enum(['none'])
+    .default('none')
+    .describe('HTTP authentication. `none` is accepted only on a loopback bind.'),
+  GATEHOUSE_STATE_KEY: secret(z.string().min(32, 'expected at least 32 characters'))
+    .optional()
+    .describe(
+      'HMAC key sealing multi-round-trip request state; set the same value on every replica (default: random per process).',
+    ),
+  GATEHOUSE_PRINCIPAL: z
+    .string()
+    .regex(/^[\w.@:-]{1,128}$/, 'expected 1-128 characters of letters, digits and . _ @ : -')
+    .optional()
+    .describe('Principal id of the local operator on stdio (default: local:<OS user>).'),
+} as const;
+
+/** The base schema, for servers that add nothing of their own. */
+export const baseConfigSchema = z.object(baseConfigShape);
+/** The base configuration after parsing. */
+export type BaseConfig = z.output<typeof baseConfigSchema>;
+
+/** Builds a server's config schema from the base shape plus its own keys. */
+export function defineConfig<S extends z.ZodRawShape>(
+  shape: S,
+): z.ZodObject<typeof baseConfigShape & S> {
+  return z.object({ ...baseConfigShape, ...shape });
+}
+
+/** True for addresses that only this machine can reach. */
+export function isLoopbackHost(host: string): boolean {
+  if (host === 'localhost') return true;
+  const bare = host.replace(/^\[|\]$/g, '');
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  if (isIP(bare) === 6) return bare === '::1';
+  return false;
+}
+
+function unwrap(schema: z.ZodType): z.ZodType {
+  let current: z.ZodType = schema;
+  for (;;) {
+    if (current instanceof z.ZodOptional || current instanceof z.ZodDefault) {
+      current = current.unwrap() as z.ZodType;
+    } else {
+      return current;
+    }
+  }
+}
+
+/** The keys of `schema` whose values are secret. */
+export function secretKeys(schema: z.ZodObject): string[] {
+  return Object.entries(schema.shape)
+    .filter(([, field]) => {
+      const s = field as z.ZodType;
+      return secretRegistry.has(s) || secretRegistry.has(unwrap(s));
+    })
+    .map(([key]) => key);
+}
+
+/** Options of {@link loadConfig}. */
+export interface LoadConfigOptions {
+  /** Reads a `NAME_FILE` path; defaults to a UTF-8 file read. */
+  readFile?: (path: string) => string;
+}
+
+/**
+ * Parses configuration from an environment map. Every problem is collected and thrown at once
+ * as a {@link ConfigError} whose lines start with the variable name. Empty values count as unset.
+ */
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+  options: LoadConfigOptions = {},
+): z.output<S> {
+  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const secrets = new Set(secretKeys(schema));
+  const problems: string[] = [];
+  const input: Record<string, string> = {};
+  for (const key of Object.keys(schema.shape)) {
+    const direct = env[key];
+    const filePath = env[`${key}_FILE`];
+    if (filePath !== undefined && filePath !== '') {
+      if (direct !== undefined && direct !== '') {
+        problems.push(`${key}: set either ${key} or ${key}_FILE, not both`);
+        continue;
+      }
+      try {
+        input[key] = readFile(filePath).replace(/\r?\n$/, '');
+      } catch (error) {
+        const reason = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+        problems.push(`${key}_FILE: cannot read ${filePath} (${reason})`);
+      }
+    } else if (direct !== undefined && direct !== '') {
+      input[key] = direct;
+    }
+  }
+  const result = schema.safeParse(input);
+  if (!result.success) {
+    for (const issue of result.error.issues) {
+      const key = String(issue.path[0] ?? '(config)');
+      // zod messages never contain the received value, but be explicit for secrets.
+      const message = secrets.has(key) ? 'invalid value (hidden: secret)' : issue.message;
+      problems.push(`${key}: ${message}`);
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  const config = (result as { data: z.output<S> }).data;
+  const base = config as unknown as BaseConfig;
+  if (base.GATEHOUSE_TRANSPORT === 'http') {
+    const loopback = isLoopbackHost(base.GATEHOUSE_HOST);
+    if (!loopback && base.GATEHOUSE_AUTH === 'none') {
+      problems.push(
+        `GATEHOUSE_HOST: ${base.GATEHOUSE_HOST} is not a loopback address and GATEHOUSE_AUTH is none; an unauthenticated server may only listen on 127.0.0.1, ::1 or localhost`,
+      );
+    }
+    if (!loopback && base.GATEHOUSE_ALLOWED_HOSTS.length === 0) {
+      problems.push(
+        `GATEHOUSE_ALLOWED_HOSTS: required when GATEHOUSE_HOST (${base.GATEHOUSE_HOST}) is not a loopback address (DNS-rebinding protection)`,
+      );
+    }
+    for (const origin of base.GATEHOUSE_ALLOWED_ORIGINS) {
+      if (!/^https?:\/\/[^/\s]+$/.test(origin)) {
+        problems.push(
+          `GATEHOUSE_ALLOWED_ORIGINS: "${origin}" is not an origin (expected scheme://host[:port], no path)`,
+        );
+      }
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return config;
+}
+
+/** The configuration with secret values replaced, safe to log and audit. */
+export function redactConfig(schema: z.ZodObject, config: object): Record<string, unknown> {
+  const secrets = new Set(secretKeys(schema));
+  return Object.fromEntries(
+    Object.entries(config).map(([key, value]) => [
+      key,
+      secrets.has(key) && value !== undefined ? '[secret]' : (value as unknown),
+    ]),
+  );
+}

@@ -1,0 +1,277 @@
+import type {
+  BlobResourceContents,
+  ContentBlock,
+  InputRequiredResult,
+  LoggingLevel,
+  PromptMessage,
+  Resource,
+  Server,
+  ServerContext,
+  TextResourceContents,
+} from '@modelcontextprotocol/server';
+import * as z from 'zod';
+import type { Logger } from './logger.js';
+import type { Principal } from './principal.js';
+
+/** Whether a tool only reads (`read`) or changes something upstream (`write`). */
+export type Access = 'read' | 'write';
+
+/** The four MCP tool annotations; all are required so no tool relies on the spec defaults. */
+export interface ToolAnnotations {
+  readOnlyHint: boolean;
+  destructiveHint: boolean;
+  idempotentHint: boolean;
+  openWorldHint: boolean;
+}
+
+/** What every handler (tool, resource, prompt) gets from the pipeline. */
+export interface RequestContext {
+  /** Who is calling; from authentication, never from arguments. */
+  readonly principal: Principal;
+  /** Fires on client cancellation, on the deadline and on forced shutdown. Pass it upstream. */
+  readonly signal: AbortSignal;
+  /** A child logger bound to this request (stderr). */
+  readonly logger: Logger;
+  /** The id of this attempt; the audit record carries the same id. */
+  readonly eventId: string;
+  /** The protocol era of the request. */
+  readonly era: 'legacy' | 'modern';
+  /**
+   * Whether server→client requests (elicitation, sampling) can be sent and answered: only on a
+   * 2025-era connection that stays open (stdio). Stateless HTTP cannot route the client's answer
+   * back; the 2026-07-28 era uses input-required results instead.
+   */
+  readonly canRequestClient: boolean;
+  /** The raw SDK context, for protocol features the core does not wrap (fixtures, elicitation). */
+  readonly mcp: ServerContext;
+  /**
+   * Seals a payload into an integrity-protected `requestState` string (HMAC, bound to the
+   * principal, expiring) for an input-required result; the client cannot alter it.
+   */
+  sealState(payload: unknown): Promise<string>;
+  /** The verified payload of the `requestState` the client echoed, if any. */
+  requestState<T = unknown>(): T | undefined;
+}
+
+/** The context of a tool handler. */
+export interface ToolContext extends RequestContext {
+  /** Reports progress when the client asked for it (a progress token); a no-op otherwise. */
+  progress(progress: number, total?: number, message?: string): Promise<void>;
+  /** Sends an MCP log notification when the server declares logging and the client asked for it. */
+  log(level: LoggingLevel, data: unknown): Promise<void>;
+}
+
+/** The result of a tool with an output schema. */
+export interface StructuredToolResult<T> {
+  structured: T;
+  /** The compact text form for the model; defaults to the JSON of `structured`. */
+  text?: string;
+}
+
+/** The result of a tool without an output schema: plain text or content blocks. */
+export type PlainToolResult = string | { content: ContentBlock[] };
+
+/** What a tool handler returns; an `InputRequiredResult` asks the client for input (2026 MRTR). */
+export type ToolHandlerResult<O> = [O] extends [z.ZodType]
+  ? StructuredToolResult<z.output<O>> | InputRequiredResult
+  : PlainToolResult | InputRequiredResult;
+
+/** A tool as data plus a handler (DESIGN §3). */
+export interface ToolDefinition<
+  I extends z.ZodObject = z.ZodObject,
+  O extends z.ZodType | undefined = z.ZodType | undefined,
+> {
+  /** `service_verb_noun`; unique within the server. */
+  name: string;
+  title: string;
+  /** What the model reads to decide when to use the tool. */
+  description: string;
+  access: Access;
+  /** The scope a principal needs (`postgres:read`, `github:write`); enforced by the guard. */
+  scope?: string;
+  annotations: ToolAnnotations;
+  /** A strict zod object (`z.strictObject`): bounded, described fields, no unknown keys. */
+  input: I;
+  /** Optional output schema; when set the handler returns `{ structured }`. */
+  output?: O;
+  /** What the call acts on, as policy and audit see it (`github:org/repo#45`). */
+  target?(args: z.output<I>): string | undefined;
+  /** Per-call deadline; defaults to `GATEHOUSE_TOOL_TIMEOUT_MS`. */
+  deadlineMs?: number;
+  // Method syntax: a ToolDefinition<I, O> stays assignable to the erased ToolDefinition.
+  handler(args: z.output<I>, ctx: ToolContext): Promise<ToolHandlerResult<O>>;
+}
+
+/** The body of a resource read: text, base64 blob, or several contents. */
+export type ResourceBody =
+  | { text: string; mimeType?: string }
+  | { blob: string; mimeType?: string }
+  | { contents: Array<TextResourceContents | BlobResourceContents> };
+
+/** A completion callback: candidate values for `value`, given the other arguments. */
+export type Completer = (
+  value: string,
+  context: { arguments: Readonly<Record<string, string>>; principal: Principal },
+) => Promise<readonly string[]> | readonly string[];
+
+/** A resource with a fixed URI. */
+export interface StaticResourceDefinition {
+  kind: 'static';
+  name: string;
+  uri: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  target?: string;
+  read: (ctx: RequestContext) => Promise<ResourceBody>;
+}
+
+/** A family of resources behind an RFC 6570 URI template. */
+export interface TemplateResourceDefinition {
+  kind: 'template';
+  name: string;
+  uriTemplate: string;
+  title?: string;
+  description?: string;
+  mimeType?: string;
+  /** Lists concrete resources for `resources/list`. */
+  list?: (
+    ctx: RequestContext,
+  ) => Promise<Array<Omit<Resource, 'mimeType'> & { mimeType?: string }>>;
+  /** Completion per template variable. */
+  complete?: Readonly<Record<string, Completer>>;
+  target?: (variables: Readonly<Record<string, string>>) => string | undefined;
+  /** Reads one resource; `undefined` means it does not exist (a not-found error). */
+  read: (
+    uri: string,
+    variables: Readonly<Record<string, string>>,
+    ctx: RequestContext,
+  ) => Promise<ResourceBody | undefined>;
+}
+
+/** A static or templated resource. */
+export type ResourceDefinition = StaticResourceDefinition | TemplateResourceDefinition;
+
+/** One argument of a prompt (prompt arguments are strings on the wire). */
+export interface PromptArgument {
+  description: string;
+  title?: string;
+  required?: boolean;
+  /** Further validation of the value; a failure is a -32602 naming the argument. */
+  schema?: z.ZodType<string, string>;
+  complete?: Completer;
+}
+
+/** The result of a prompt handler. */
+export type PromptHandlerResult =
+  PromptMessage[] | { description?: string; messages: PromptMessage[] } | InputRequiredResult;
+
+/** A reusable prompt. */
+export interface PromptDefinition<
+  A extends Record<string, PromptArgument> = Record<string, PromptArgument>,
+> {
+  name: string;
+  title: string;
+  description: string;
+  arguments?: A;
+  handler(
+    args: { [K in keyof A]: A[K]['required'] extends true ? string : string | undefined },
+    ctx: RequestContext,
+  ): Promise<PromptHandlerResult>;
+}
+
+/** Result of a readiness check. */
+export interface ReadyResult {
+  ready: boolean;
+  /** A short, secret-free reason shown on `/readyz`. */
+  detail?: string;
+}
+
+/** A whole server as plain data; the core builds an SDK server from it per connection/request. */
+export interface ServerDefinition {
+  name: string;
+  version: string;
+  title?: string;
+  instructions?: string;
+  tools: readonly ToolDefinition[];
+  resources?: readonly ResourceDefinition[];
+  prompts?: readonly PromptDefinition[];
+  /** Declare the MCP logging capability (deprecated in 2026-07-28; off by default). */
+  logging?: boolean;
+  /** Readiness check behind `/readyz` (upstream reachable, pool healthy). */
+  ready?: () => Promise<ReadyResult>;
+  /** Releases upstream resources (pools, clients) on shutdown. */
+  close?: () => Promise<void>;
+  /**
+   * Registers protocol handlers the core does not provide (e.g. resources/subscribe in the
+   * conformance fixture). Runs on every fresh SDK server, after the core's handlers.
+   */
+  configure?: (server: Server) => void;
+}
+
+const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
+
+/**
+ * Declares a tool. Checks at definition time what would otherwise surface as a confusing
+ * runtime failure: the name pattern, a strict input schema, the annotations matching the
+ * access class.
+ */
+export function defineTool<I extends z.ZodObject, O extends z.ZodType | undefined = undefined>(
+  definition: ToolDefinition<I, O>,
+): ToolDefinition<I, O> {
+  if (!TOOL_NAME.test(definition.name)) {
+    throw new TypeError(`Tool name "${definition.name}" must match ${TOOL_NAME.source}`);
+  }
+  if (!(definition.input instanceof z.ZodObject)) {
+    throw new TypeError(`Tool ${definition.name}: input must be a zod object schema`);
+  }
+  const catchall = definition.input.def.catchall;
+  if (!(catchall instanceof z.ZodNever)) {
+    throw new TypeError(
+      `Tool ${definition.name}: input must be strict (z.strictObject) so unknown keys are refused`,
+    );
+  }
+  if (definition.access === 'read' && !definition.annotations.readOnlyHint) {
+    throw new TypeError(`Tool ${definition.name}: a read tool must set readOnlyHint: true`);
+  }
+  if (definition.access === 'write' && definition.annotations.readOnlyHint) {
+    throw new TypeError(`Tool ${definition.name}: a write tool cannot set readOnlyHint: true`);
+  }
+  return definition;
+}
+
+/** Declares a resource (static URI or URI template). */
+export function defineResource<R extends ResourceDefinition>(definition: R): R {
+  if (definition.kind === 'static') {
+    try {
+      new URL(definition.uri);
+    } catch {
+      throw new TypeError(
+        `Resource ${definition.name}: "${definition.uri}" is not an absolute URI`,
+      );
+    }
+  }
+  return definition;
+}
+
+/** Declares a prompt. */
+export function definePrompt<A extends Record<string, PromptArgument>>(
+  definition: PromptDefinition<A>,
+): PromptDefinition<A> {
+  return definition;
+}
+
+/** Declares a server; rejects duplicate tool, resource and prompt names. */
+export function defineServer(definition: ServerDefinition): ServerDefinition {
+  const seen = new Set<string>();
+  const check = (kind: string, key: string): void => {
+    const id = `${kind}:${key}`;
+    if (seen.has(id)) throw new TypeError(`Server ${definition.name}: duplicate ${kind} "${key}"`);
+    seen.add(id);
+  };
+  for (const t of definition.tools) check('tool', t.name);
+  for (const r of definition.resources ?? [])
+    check('resource', r.kind === 'static' ? r.uri : r.uriTemplate);
+  for (const p of definition.prompts ?? []) check('prompt', p.name);
+  return definition;
+}

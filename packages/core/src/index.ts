@@ -1,0 +1,64 @@
+/**
+ * `@gatehouse/core`: the shared runtime of every Gatehouse MCP server. Named exports only.
+ */
+export { loggerAuditSink } from './audit.js';
+export type { AuditRecord, AuditSink, AuditedAction, OutcomeReason } from './audit.js';
+export {
+  baseConfigSchema,
+  baseConfigShape,
+  defineConfig,
+  envBoolean,
+  envInt,
+  envList,
+  isLoopbackHost,
+  loadConfig,
+  redactConfig,
+  secret,
+  secretKeys,
+} from './config.js';
+export type { BaseConfig, LoadConfigOptions } from './config.js';
+export { definePrompt, defineResource, defineServer, defineTool } from './define.js';
+export type {
+  Access,
+  Completer,
+  PlainToolResult,
+  PromptArgument,
+  PromptDefinition,
+  PromptHandlerResult,
+  ReadyResult,
+  RequestContext,
+  ResourceBody,
+  ResourceDefinition,
+  ServerDefinition,
+  StaticResourceDefinition,
+  StructuredToolResult,
+  TemplateResourceDefinition,
+  ToolAnnotations,
+  ToolContext,
+  ToolDefinition,
+  ToolHandlerResult,
+} from './define.js';
+export { ConfigError, ToolError, UpstreamError } from './errors.js';
+export type { UpstreamErrorOptions } from './errors.js';
+export { originAllowed, startHttpServer } from './http.js';
+export type { HttpServerOptions, RunningHttpServer } from './http.js';
+export { REDACT_PATHS, createLogger } from './logger.js';
+export type { Logger, LoggerOptions } from './logger.js';
+export { paginate } from './pagination.js';
+export { createToolPolicy, unknownToolNames } from './policy.js';
+export type { Decision, Policy } from './policy.js';
+export { ANONYMOUS, localPrincipal } from './principal.js';
+export type { AuthMethod, Principal } from './principal.js';
+export { EXIT, createRuntime, runServer } from './run.js';
+export type { RunServerOptions, RunningServer } from './run.js';
+export { sanitizeDeep, sanitizeText } from './sanitize.js';
+export type { SanitizeFlag, Sanitized } from './sanitize.js';
+export {
+  CancelledError,
+  DeadlineExceededError,
+  InflightTracker,
+  ShutdownError,
+  createServerFactory,
+  sha256Canonical,
+} from './server.js';
+export type { Runtime } from './server.js';

@@ -1,0 +1,30 @@
+/** How a principal was established. */
+export type AuthMethod = 'local' | 'none' | 'api_key' | 'oauth';
+
+/**
+ * Who is calling. Comes from the transport (the local operator on stdio, authentication on
+ * HTTP), never from tool arguments.
+ */
+export interface Principal {
+  readonly id: string;
+  readonly authMethod: AuthMethod;
+  readonly scopes: readonly string[];
+  /** Id of the credential used (key id, token `jti`), never the credential. */
+  readonly credentialId?: string;
+}
+
+/** The principal of an unauthenticated HTTP caller on a loopback bind. */
+export const ANONYMOUS: Principal = Object.freeze({
+  id: 'anonymous',
+  authMethod: 'none',
+  scopes: Object.freeze([]),
+});
+
+/** The principal of the local operator on stdio (local trust: whoever started the process). */
+export function localPrincipal(id: string): Principal {
+  return Object.freeze({
+    id,
+    authMethod: 'local',
+    scopes: Object.freeze(['*']),
+  });
+}

@@ -1,0 +1,200 @@
+import { userInfo } from 'node:os';
+import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import type * as z from 'zod';
+import { loggerAuditSink } from './audit.js';
+import type { AuditSink } from './audit.js';
+import { loadConfig, redactConfig, secretKeys } from './config.js';
+import type { BaseConfig } from './config.js';
+import type { ServerDefinition } from './define.js';
+import { ConfigError } from './errors.js';
+import { startHttpServer } from './http.js';
+import type { RunningHttpServer } from './http.js';
+import { createLogger } from './logger.js';
+import type { Logger } from './logger.js';
+import { createToolPolicy, unknownToolNames } from './policy.js';
+import { ANONYMOUS, localPrincipal } from './principal.js';
+import type { Principal } from './principal.js';
+import { InflightTracker, createServerFactory } from './server.js';
+import type { Runtime } from './server.js';
+
+/** Options of {@link runServer}. */
+export interface RunServerOptions<S extends z.ZodObject> {
+  /** The server's config schema (`defineConfig(...)`). */
+  schema: S;
+  /** Builds the definition from the parsed config; may open upstream clients. */
+  create: (
+    config: z.output<S>,
+    deps: { logger: Logger },
+  ) => ServerDefinition | Promise<ServerDefinition>;
+  /** Environment to read; defaults to `process.env`. */
+  env?: Readonly<Record<string, string | undefined>>;
+}
+
+/** A running server, as returned by {@link runServer}. */
+export interface RunningServer {
+  readonly logger: Logger;
+  /** Set when serving HTTP. */
+  readonly http?: RunningHttpServer;
+  /** Graceful shutdown; resolves with the exit code. */
+  shutdown(reason: string): Promise<number>;
+}
+
+/** Exit codes of a server process. */
+export const EXIT = { ok: 0, failure: 1, config: 2 } as const;
+
+/** Builds the runtime (policy, audit, principal) for a definition and its config. */
+export function createRuntime(
+  config: BaseConfig,
+  logger: Logger,
+  options: { audit?: AuditSink; inflight?: InflightTracker } = {},
+): Runtime {
+  const operator = localPrincipal(config.GATEHOUSE_PRINCIPAL ?? `local:${userInfo().username}`);
+  const transport = config.GATEHOUSE_TRANSPORT;
+  return {
+    logger,
+    policy: createToolPolicy(config),
+    audit: options.audit ?? loggerAuditSink(logger),
+    transport,
+    toolTimeoutMs: config.GATEHOUSE_TOOL_TIMEOUT_MS,
+    principal: (): Principal => (transport === 'stdio' ? operator : ANONYMOUS),
+    ...(options.inflight === undefined ? {} : { inflight: options.inflight }),
+    ...(config.GATEHOUSE_STATE_KEY === undefined ? {} : { stateKey: config.GATEHOUSE_STATE_KEY }),
+  };
+}
+
+/**
+ * The whole life of a server process: config → definition → transport → signals. Bad config
+ * is reported at once on stderr, with every problem under its variable name, and the process
+ * exits with code 2 before anything listens. SIGTERM/SIGINT drain and exit 0.
+ */
+export async function runServer<S extends z.ZodObject>(
+  options: RunServerOptions<S>,
+): Promise<RunningServer | undefined> {
+  // The one place that reads the process environment (DESIGN §3).
+  // eslint-disable-next-line no-restricted-syntax
+  const env = options.env ?? process.env;
+  let config: z.output<S>;
+  try {
+    config = loadConfig(options.schema, env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exitCode = EXIT.config;
+    return undefined;
+  }
+  const base = config as unknown as BaseConfig;
+  const logger = createLogger({
+    level: base.GATEHOUSE_LOG_LEVEL,
+    redact: secretKeys(options.schema).map((k) => `config.${k}`),
+  });
+
+  let definition: ServerDefinition;
+  try {
+    definition = await options.create(config, { logger });
+  } catch (error) {
+    logger.fatal({ err: error }, 'server could not start');
+    process.exitCode = error instanceof ConfigError ? EXIT.config : EXIT.failure;
+    return undefined;
+  }
+  const unknown = unknownToolNames(base, definition.tools);
+  if (unknown.length > 0) {
+    process.stderr.write(`${new ConfigError(unknown).message}\n`);
+    await definition.close?.();
+    process.exitCode = EXIT.config;
+    return undefined;
+  }
+
+  const log = logger.child({ service: { name: definition.name, version: definition.version } });
+  const inflight = new InflightTracker();
+  const runtime = createRuntime(base, log, { inflight });
+  const factory = createServerFactory(definition, runtime);
+
+  let http: RunningHttpServer | undefined;
+  let stdio: { close(): Promise<void> } | undefined;
+  if (base.GATEHOUSE_TRANSPORT === 'stdio') {
+    // stdout belongs to the protocol: send any stray console output to stderr instead.
+    for (const method of ['log', 'info', 'debug'] as const) {
+      // eslint-disable-next-line no-console
+      console[method] = (...args: unknown[]) => console.error(...args);
+    }
+    stdio = serveStdio(factory, {
+      onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
+    });
+  } else {
+    try {
+      http = await startHttpServer(factory, {
+        host: base.GATEHOUSE_HOST,
+        port: base.GATEHOUSE_PORT,
+        path: base.GATEHOUSE_HTTP_PATH,
+        allowedHosts: base.GATEHOUSE_ALLOWED_HOSTS,
+        allowedOrigins: base.GATEHOUSE_ALLOWED_ORIGINS,
+        maxBodyBytes: base.GATEHOUSE_MAX_BODY_BYTES,
+        logger: log,
+        ...(definition.ready === undefined ? {} : { ready: definition.ready }),
+      });
+    } catch (error) {
+      log.fatal({ err: error }, 'could not listen');
+      await definition.close?.();
+      process.exitCode = EXIT.failure;
+      return undefined;
+    }
+  }
+
+  const policy = runtime.policy;
+  log.info(
+    {
+      config: redactConfig(options.schema, config),
+      tools: definition.tools
+        .filter((t) => policy.toolVisible(t, ANONYMOUS).allow)
+        .map((t) => t.name),
+      ...(http === undefined ? {} : { url: http.url.href }),
+    },
+    'server started',
+  );
+
+  let stopping: Promise<number> | undefined;
+  const shutdown = (reason: string): Promise<number> => {
+    stopping ??= (async () => {
+      log.info({ reason, inflight: inflight.count }, 'shutting down');
+      let drained: boolean;
+      if (http !== undefined) {
+        drained = await http.shutdown(base.GATEHOUSE_DRAIN_MS, () => inflight.abortAll());
+      } else {
+        drained = await inflight.idle(base.GATEHOUSE_DRAIN_MS);
+        if (!drained) inflight.abortAll();
+        await stdio?.close();
+      }
+      try {
+        await definition.close?.();
+      } catch (error) {
+        log.error({ err: error }, 'closing upstream clients failed');
+      }
+      log.info({ drained }, drained ? 'stopped' : 'stopped after the drain deadline');
+      logger.flush();
+      return drained ? EXIT.ok : EXIT.failure;
+    })();
+    return stopping;
+  };
+
+  const onSignal = (signal: NodeJS.Signals): void => {
+    void shutdown(signal).then((code) => process.exit(code));
+  };
+  process.once('SIGTERM', onSignal);
+  process.once('SIGINT', onSignal);
+  if (base.GATEHOUSE_TRANSPORT === 'stdio') {
+    // The client closing stdin ends the session (stdio spec: exit when stdin closes).
+    process.stdin.once('end', () => {
+      void shutdown('stdin closed').then((code) => process.exit(code));
+    });
+  }
+  process.on('uncaughtException', (error) => {
+    log.fatal({ err: error }, 'uncaught exception');
+    logger.flush();
+    process.exit(EXIT.failure);
+  });
+  process.on('unhandledRejection', (error) => {
+    log.error({ err: error }, 'unhandled promise rejection');
+  });
+
+  return { logger: log, ...(http === undefined ? {} : { http }), shutdown };
+}

@@ -1,0 +1,896 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import {
+  createRequestStateCodec,
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+  Server,
+  UriTemplate,
+  isInputRequiredResult,
+} from '@modelcontextprotocol/server';
+import type {
+  CallToolResult,
+  ContentBlock,
+  GetPromptResult,
+  McpRequestContext,
+  ReadResourceResult,
+  ServerCapabilities,
+  ServerContext,
+  Tool,
+} from '@modelcontextprotocol/server';
+import * as z from 'zod';
+import type { AuditRecord, AuditSink, AuditedAction, OutcomeReason } from './audit.js';
+import type {
+  PromptDefinition,
+  RequestContext,
+  ResourceBody,
+  ServerDefinition,
+  StaticResourceDefinition,
+  StructuredToolResult,
+  TemplateResourceDefinition,
+  ToolContext,
+  ToolDefinition,
+} from './define.js';
+import { ToolError, UpstreamError } from './errors.js';
+import type { Logger } from './logger.js';
+import { paginate } from './pagination.js';
+import type { Decision, Policy } from './policy.js';
+import type { Principal } from './principal.js';
+import { sanitizeDeep, sanitizeText } from './sanitize.js';
+import type { SanitizeFlag } from './sanitize.js';
+
+/** Everything the pipeline needs besides the definition; built once per process. */
+export interface Runtime {
+  readonly logger: Logger;
+  readonly policy: Policy;
+  readonly audit: AuditSink;
+  readonly transport: 'stdio' | 'http' | 'memory';
+  /** Default tool deadline in milliseconds. */
+  readonly toolTimeoutMs: number;
+  /** The principal of a request, from the transport (authentication on HTTP, operator on stdio). */
+  readonly principal: (ctx: McpRequestContext) => Principal;
+  /** Page size of list results. */
+  readonly pageSize?: number;
+  /** Tracks in-flight calls so shutdown can drain them. */
+  readonly inflight?: InflightTracker;
+  /** HMAC key for request state; random per process when absent (single replica only). */
+  readonly stateKey?: string;
+}
+
+/** Counts in-flight calls and aborts them when a drain deadline passes. */
+export class InflightTracker {
+  #count = 0;
+  #waiters: Array<() => void> = [];
+  readonly #shutdown = new AbortController();
+
+  /** Aborted when shutdown gives up on in-flight calls. */
+  get signal(): AbortSignal {
+    return this.#shutdown.signal;
+  }
+
+  get count(): number {
+    return this.#count;
+  }
+
+  /** Marks a call as started; the returned function marks it finished. */
+  enter(): () => void {
+    this.#count++;
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      this.#count--;
+      if (this.#count === 0) for (const w of this.#waiters.splice(0)) w();
+    };
+  }
+
+  /** Resolves true once nothing is in flight, or false when `ms` passes first. */
+  async idle(ms: number): Promise<boolean> {
+    if (this.#count === 0) return true;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.#waiters.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /** Aborts every in-flight call (after a drain deadline). */
+  abortAll(): void {
+    this.#shutdown.abort(new ShutdownError());
+  }
+}
+
+/** The per-call deadline passed. */
+export class DeadlineExceededError extends Error {
+  override readonly name = 'DeadlineExceededError';
+  readonly code = 'deadline_exceeded';
+  constructor(readonly ms: number) {
+    super(`deadline of ${ms} ms exceeded`);
+  }
+}
+
+/** The client cancelled the request. */
+export class CancelledError extends Error {
+  override readonly name = 'CancelledError';
+  readonly code = 'cancelled';
+  constructor() {
+    super('cancelled by the client');
+  }
+}
+
+/** The server stopped waiting for the call during shutdown. */
+export class ShutdownError extends Error {
+  override readonly name = 'ShutdownError';
+  readonly code = 'shutdown';
+  constructor() {
+    super('the server is shutting down');
+  }
+}
+
+const DEFAULT_PAGE_SIZE = 100;
+const MAX_COMPLETIONS = 100;
+
+/** A tool prepared once per process: its listing and the hash of that listing. */
+interface PreparedTool {
+  readonly definition: ToolDefinition;
+  readonly listing: Tool;
+  readonly hash: string;
+}
+
+interface PreparedTemplate {
+  readonly definition: TemplateResourceDefinition;
+  readonly template: UriTemplate;
+}
+
+function canonicalJson(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
+  if (value !== null && typeof value === 'object') {
+    const entries = Object.entries(value as Record<string, unknown>)
+      .filter(([, v]) => v !== undefined)
+      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  }
+  return JSON.stringify(value);
+}
+
+/** SHA-256 (hex) of the canonical JSON of a value. */
+export function sha256Canonical(value: unknown): string {
+  return createHash('sha256').update(canonicalJson(value)).digest('hex');
+}
+
+function prepareTool(definition: ToolDefinition): PreparedTool {
+  const listing: Tool = {
+    name: definition.name,
+    title: definition.title,
+    description: definition.description,
+    inputSchema: z.toJSONSchema(definition.input, { io: 'input' }) as Tool['inputSchema'],
+    annotations: { title: definition.title, ...definition.annotations },
+  };
+  if (definition.output !== undefined) {
+    listing.outputSchema = z.toJSONSchema(definition.output, {
+      io: 'output',
+    });
+  }
+  return { definition, listing, hash: sha256Canonical(listing) };
+}
+
+function errorType(error: unknown): string {
+  return error instanceof Error ? error.name : typeof error;
+}
+
+function contentFromBody(uri: string, body: ResourceBody): ReadResourceResult['contents'] {
+  if ('contents' in body) return body.contents;
+  if ('text' in body) {
+    return [{ uri, text: body.text, ...(body.mimeType ? { mimeType: body.mimeType } : {}) }];
+  }
+  return [{ uri, blob: body.blob, ...(body.mimeType ? { mimeType: body.mimeType } : {}) }];
+}
+
+function normalizeUri(uri: string): string | undefined {
+  try {
+    return new URL(uri).toString();
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Runs `work` under a deadline and the given abort sources, and rejects with the reason as soon
+ * as any fires (a handler that ignores its signal is not waited for). The signal the handler
+ * sees carries a typed reason: DeadlineExceededError, CancelledError or ShutdownError.
+ */
+async function withDeadline<T>(
+  ms: number,
+  sources: { cancel: AbortSignal; shutdown?: AbortSignal | undefined },
+  work: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
+  const controller = new AbortController();
+  const timer = setTimeout(() => controller.abort(new DeadlineExceededError(ms)), ms);
+  const onCancel = (): void => controller.abort(new CancelledError());
+  const onShutdown = (): void => controller.abort(new ShutdownError());
+  if (sources.cancel.aborted) onCancel();
+  else sources.cancel.addEventListener('abort', onCancel, { once: true });
+  if (sources.shutdown?.aborted) onShutdown();
+  else sources.shutdown?.addEventListener('abort', onShutdown, { once: true });
+  const signal = controller.signal;
+  let onAbort: (() => void) | undefined;
+  const aborted = new Promise<never>((_, reject) => {
+    onAbort = () => reject(signal.reason as Error);
+    if (signal.aborted) onAbort();
+    else signal.addEventListener('abort', onAbort, { once: true });
+  });
+  try {
+    return await Promise.race([work(signal), aborted]);
+  } finally {
+    clearTimeout(timer);
+    sources.cancel.removeEventListener('abort', onCancel);
+    sources.shutdown?.removeEventListener('abort', onShutdown);
+    if (onAbort) signal.removeEventListener('abort', onAbort);
+    // The race may have settled through `work`; the losing rejection must not go unhandled.
+    aborted.catch(() => undefined);
+  }
+}
+
+/**
+ * Prepares a server definition once and returns the factory the SDK serving entries call:
+ * a fresh SDK `Server` per connection (stdio) or per request (HTTP), with the pipeline of
+ * DESIGN §3 on every tools/call, resources/read and prompts/get.
+ */
+export function createServerFactory(
+  definition: ServerDefinition,
+  runtime: Runtime,
+): (ctx: McpRequestContext) => Server {
+  const tools = definition.tools.map(prepareTool);
+  const toolsByName = new Map(tools.map((t) => [t.definition.name, t]));
+  const statics = new Map<string, StaticResourceDefinition>();
+  const templates: PreparedTemplate[] = [];
+  for (const r of definition.resources ?? []) {
+    if (r.kind === 'static') statics.set(normalizeUri(r.uri) ?? r.uri, r);
+    else templates.push({ definition: r, template: new UriTemplate(r.uriTemplate) });
+  }
+  const prompts = new Map((definition.prompts ?? []).map((p) => [p.name, p]));
+  const pageSize = runtime.pageSize ?? DEFAULT_PAGE_SIZE;
+  const hasCompletions =
+    templates.some((t) => t.definition.complete !== undefined) ||
+    [...prompts.values()].some((p) =>
+      Object.values(p.arguments ?? {}).some((a) => a.complete !== undefined),
+    );
+  const capabilities: ServerCapabilities = {
+    tools: {},
+    ...(statics.size + templates.length > 0 ? { resources: {} } : {}),
+    ...(prompts.size > 0 ? { prompts: {} } : {}),
+    ...(hasCompletions ? { completions: {} } : {}),
+    ...(definition.logging ? { logging: {} } : {}),
+  };
+  const serverInfo = {
+    name: definition.name,
+    version: definition.version,
+    ...(definition.title === undefined ? {} : { title: definition.title }),
+  };
+  const { logger, policy, audit } = runtime;
+  const stateCodec = createRequestStateCodec({
+    key: runtime.stateKey ?? randomBytes(32),
+    ttlSeconds: 600,
+    // State minted for one method and caller is refused for any other.
+    bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.http?.authInfo?.clientId ?? ''}`,
+  });
+
+  return (requestContext) => {
+    const principal = runtime.principal(requestContext);
+    const era = requestContext.era;
+    const server = new Server(serverInfo, {
+      capabilities,
+      ...(definition.instructions === undefined ? {} : { instructions: definition.instructions }),
+      // Echoed requestState is verified before any handler runs; tampering is a -32602.
+      requestState: { verify: (state, ctx) => stateCodec.verify(state, ctx) },
+    });
+
+    const visible = (tool: PreparedTool): Decision =>
+      policy.toolVisible(tool.definition, principal);
+
+    /** Builds and writes the one audit record of an attempt. */
+    const writeAudit = (
+      sctx: ServerContext,
+      action: AuditedAction,
+      name: string,
+      eventId: string,
+      startedNs: bigint,
+      reason: OutcomeReason,
+      extra: {
+        target?: string | undefined;
+        hash?: string;
+        decision?: Decision;
+        flags?: ReadonlySet<SanitizeFlag>;
+        error?: unknown;
+      } = {},
+    ): void => {
+      const envelope = sctx.mcpReq.envelope as Record<string, unknown> | undefined;
+      const clientInfo =
+        era === 'modern'
+          ? (envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined)
+          : server.getClientVersion();
+      const protocolVersion =
+        era === 'modern'
+          ? (envelope?.[PROTOCOL_VERSION_META_KEY] as string | undefined)
+          : server.getNegotiatedProtocolVersion();
+      const record: AuditRecord = {
+        '@timestamp': new Date().toISOString(),
+        event: {
+          id: eventId,
+          kind: 'event',
+          action,
+          outcome: reason === 'ok' ? 'success' : 'failure',
+          reason,
+          duration: Number(process.hrtime.bigint() - startedNs),
+        },
+        service: { name: definition.name, version: definition.version },
+        user: { id: principal.id },
+        gatehouse: {
+          auth_method: principal.authMethod,
+          era,
+          transport: runtime.transport,
+          name: sanitizeText(name).text.slice(0, 256),
+          ...(extra.hash === undefined ? {} : { definition_hash: extra.hash }),
+          ...(extra.decision === undefined
+            ? {}
+            : {
+                policy: {
+                  decision: extra.decision.allow ? 'allow' : 'deny',
+                  rule: extra.decision.rule,
+                },
+              }),
+          ...(extra.flags && extra.flags.size > 0
+            ? { sanitizer_flags: [...extra.flags].sort() }
+            : {}),
+        },
+        mcp: {
+          request_id: sctx.mcpReq.id,
+          ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }),
+        },
+        ...(clientInfo === undefined
+          ? {}
+          : {
+              client: {
+                ...(clientInfo.name === undefined ? {} : { name: clientInfo.name.slice(0, 128) }),
+                ...(clientInfo.version === undefined
+                  ? {}
+                  : { version: clientInfo.version.slice(0, 64) }),
+              },
+            }),
+        ...(extra.target === undefined ? {} : { target: { resource: extra.target } }),
+      };
+      const err = extra.error;
+      if (err !== undefined) {
+        record.error = {
+          type: errorType(err),
+          message: sanitizeText(
+            err instanceof UpstreamError
+              ? err.toolMessage()
+              : err instanceof Error
+                ? err.message
+                : JSON.stringify(err),
+          ).text.slice(0, 1024),
+        };
+        if (err instanceof UpstreamError) {
+          record.upstream = {
+            status: err.status,
+            ...(err.requestId === undefined ? {} : { request_id: err.requestId }),
+          };
+        }
+      }
+      try {
+        audit.write(record);
+      } catch (writeError) {
+        logger.error({ err: writeError, eventId }, 'audit sink failed');
+      }
+    };
+
+    const requestContextFor = (
+      sctx: ServerContext,
+      eventId: string,
+      signal: AbortSignal,
+    ): RequestContext => ({
+      principal,
+      signal,
+      logger: logger.child({ eventId }),
+      eventId,
+      era,
+      canRequestClient: era === 'legacy' && runtime.transport !== 'http',
+      mcp: sctx,
+      sealState: (payload) => stateCodec.mint(payload, sctx),
+      requestState: <T>() => sctx.mcpReq.requestState<T>(),
+    });
+
+    const abortSources = (sctx: ServerContext) => ({
+      cancel: sctx.mcpReq.signal,
+      shutdown: runtime.inflight?.signal,
+    });
+
+    // ---- tools ---------------------------------------------------------------------------
+
+    server.setRequestHandler('tools/list', (request) => {
+      const listed = tools.filter((t) => visible(t).allow).map((t) => t.listing);
+      const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
+      return nextCursor === undefined ? { tools: page } : { tools: page, nextCursor };
+    });
+
+    server.setRequestHandler('tools/call', async (request, sctx) => {
+      const started = process.hrtime.bigint();
+      const eventId = randomUUID();
+      const name = request.params.name;
+      const prepared = toolsByName.get(name);
+      if (prepared === undefined) {
+        writeAudit(sctx, 'tools/call', name, eventId, started, 'not_found');
+        throw new ProtocolError(
+          ProtocolErrorCode.InvalidParams,
+          `Unknown tool: ${sanitizeText(name).text.slice(0, 128)}`,
+        );
+      }
+      const tool = prepared.definition;
+      const decision = visible(prepared);
+      if (!decision.allow) {
+        // Not listed, so not callable: answer exactly as for a tool that does not exist.
+        writeAudit(sctx, 'tools/call', name, eventId, started, 'denied', {
+          hash: prepared.hash,
+          decision,
+        });
+        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+      }
+
+      const parsed = tool.input.safeParse(request.params.arguments ?? {});
+      if (!parsed.success) {
+        const text = `Invalid arguments for ${name}:\n${z.prettifyError(parsed.error)}`;
+        writeAudit(sctx, 'tools/call', name, eventId, started, 'invalid_params', {
+          hash: prepared.hash,
+          decision,
+          error: new ToolError(text, { code: 'invalid_params' }),
+        });
+        return toolErrorResult(text);
+      }
+      const args = parsed.data;
+      let target: string | undefined;
+      try {
+        target = tool.target?.(args);
+      } catch (error) {
+        logger.error({ err: error, tool: name, eventId }, 'tool target function threw');
+      }
+
+      const done = runtime.inflight?.enter();
+      const flags = new Set<SanitizeFlag>();
+      const progressToken = sctx.mcpReq._meta?.progressToken;
+      let lastProgress = Number.NEGATIVE_INFINITY;
+      let finished = false;
+      const base = requestContextFor(sctx, eventId, sctx.mcpReq.signal);
+      try {
+        const result = await withDeadline(
+          tool.deadlineMs ?? runtime.toolTimeoutMs,
+          abortSources(sctx),
+          (signal) => {
+            const ctx: ToolContext = {
+              ...base,
+              signal,
+              progress: async (progress, total, message) => {
+                if (progressToken === undefined || finished || progress <= lastProgress) return;
+                lastProgress = progress;
+                await sctx.mcpReq.notify({
+                  method: 'notifications/progress',
+                  params: {
+                    progressToken,
+                    progress,
+                    ...(total === undefined ? {} : { total }),
+                    ...(message === undefined ? {} : { message: sanitizeText(message).text }),
+                  },
+                });
+              },
+              log: async (level, data) => {
+                if (!finished) await sctx.mcpReq.log(level, sanitizeDeep(data, flags));
+              },
+            };
+            return tool.handler(args, ctx);
+          },
+        );
+        finished = true;
+        if (isInputRequiredResult(result)) {
+          writeAudit(sctx, 'tools/call', name, eventId, started, 'ok', {
+            target,
+            hash: prepared.hash,
+            decision,
+          });
+          return sanitizeDeep(result, flags);
+        }
+        let callResult: CallToolResult;
+        if (typeof result === 'string') {
+          callResult = { content: [{ type: 'text', text: sanitizeText(result, flags).text }] };
+        } else if ('structured' in result) {
+          const structuredResult = result as StructuredToolResult<unknown>;
+          const checked = tool.output?.safeParse(structuredResult.structured);
+          if (checked !== undefined && !checked.success) {
+            throw new TypeError(
+              `structured result of ${name} does not match its output schema: ${z.prettifyError(checked.error)}`,
+            );
+          }
+          const structured = sanitizeDeep(
+            structuredResult.structured as Record<string, unknown>,
+            flags,
+          );
+          const text =
+            structuredResult.text === undefined
+              ? JSON.stringify(structured)
+              : sanitizeText(structuredResult.text, flags).text;
+          callResult = { content: [{ type: 'text', text }], structuredContent: structured };
+        } else {
+          callResult = { content: sanitizeDeep(result.content, flags) };
+        }
+        writeAudit(sctx, 'tools/call', name, eventId, started, 'ok', {
+          target,
+          hash: prepared.hash,
+          decision,
+          flags,
+        });
+        return server.projectCallToolResult(callResult, prepared.listing.outputSchema);
+      } catch (error) {
+        finished = true;
+        const { reason, result } = classifyToolFailure(error, tool, eventId, logger);
+        writeAudit(sctx, 'tools/call', name, eventId, started, reason, {
+          target,
+          hash: prepared.hash,
+          decision,
+          flags,
+          error,
+        });
+        if (result === undefined) throw error;
+        return result;
+      } finally {
+        done?.();
+      }
+    });
+
+    // ---- resources -----------------------------------------------------------------------
+
+    if (capabilities.resources) {
+      server.setRequestHandler('resources/list', async (request, sctx) => {
+        const eventId = randomUUID();
+        const ctx = requestContextFor(sctx, eventId, sctx.mcpReq.signal);
+        const listed: Array<Record<string, unknown> & { uri: string; name: string }> = [];
+        for (const r of statics.values()) {
+          listed.push({
+            uri: r.uri,
+            name: r.name,
+            ...(r.title === undefined ? {} : { title: r.title }),
+            ...(r.description === undefined ? {} : { description: r.description }),
+            ...(r.mimeType === undefined ? {} : { mimeType: r.mimeType }),
+          });
+        }
+        for (const { definition: t } of templates) {
+          if (t.list === undefined) continue;
+          for (const item of await t.list(ctx)) {
+            listed.push({ ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }), ...item });
+          }
+        }
+        const { page, nextCursor } = paginate(
+          sanitizeDeep(listed, new Set()),
+          request.params?.cursor,
+          pageSize,
+        );
+        return nextCursor === undefined ? { resources: page } : { resources: page, nextCursor };
+      });
+
+      server.setRequestHandler('resources/templates/list', (request) => {
+        const listed = templates.map(({ definition: t }) => ({
+          name: t.name,
+          uriTemplate: t.uriTemplate,
+          ...(t.title === undefined ? {} : { title: t.title }),
+          ...(t.description === undefined ? {} : { description: t.description }),
+          ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }),
+        }));
+        const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
+        return nextCursor === undefined
+          ? { resourceTemplates: page }
+          : { resourceTemplates: page, nextCursor };
+      });
+
+      server.setRequestHandler('resources/read', async (request, sctx) => {
+        const started = process.hrtime.bigint();
+        const eventId = randomUUID();
+        const uri = request.params.uri;
+        const normalized = normalizeUri(uri);
+        if (normalized === undefined) {
+          writeAudit(sctx, 'resources/read', uri, eventId, started, 'invalid_params');
+          throw new ProtocolError(
+            ProtocolErrorCode.InvalidParams,
+            'Invalid resource URI: expected an absolute URI',
+            { uri: sanitizeText(uri).text.slice(0, 256), reason: 'invalid_uri' },
+          );
+        }
+        let read: ((ctx: RequestContext) => Promise<ResourceBody | undefined>) | undefined;
+        let target: string | undefined;
+        const fixed = statics.get(normalized);
+        if (fixed !== undefined) {
+          read = (ctx) => fixed.read(ctx);
+          target = fixed.target;
+        } else {
+          for (const { definition: t, template } of templates) {
+            const match = template.match(uri);
+            if (match === null) continue;
+            const variables = Object.fromEntries(
+              Object.entries(match).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+            );
+            read = (ctx) => t.read(uri, variables, ctx);
+            target = t.target?.(variables);
+            break;
+          }
+        }
+        if (read === undefined) {
+          writeAudit(sctx, 'resources/read', uri, eventId, started, 'not_found');
+          throw new ResourceNotFoundError(uri);
+        }
+        const done = runtime.inflight?.enter();
+        const flags = new Set<SanitizeFlag>();
+        try {
+          const body = await withDeadline(runtime.toolTimeoutMs, abortSources(sctx), (signal) =>
+            read(requestContextFor(sctx, eventId, signal)),
+          );
+          if (body === undefined) {
+            writeAudit(sctx, 'resources/read', uri, eventId, started, 'not_found', { target });
+            throw new ResourceNotFoundError(uri);
+          }
+          const contents = contentFromBody(uri, body).map((c) =>
+            'text' in c ? { ...c, text: sanitizeText(c.text, flags).text } : c,
+          );
+          writeAudit(sctx, 'resources/read', uri, eventId, started, 'ok', { target, flags });
+          return { contents };
+        } catch (error) {
+          if (error instanceof ResourceNotFoundError) throw error;
+          throw protocolFailure(error, 'resources/read', uri, eventId, logger, (reason) =>
+            writeAudit(sctx, 'resources/read', uri, eventId, started, reason, { target, error }),
+          );
+        } finally {
+          done?.();
+        }
+      });
+    }
+
+    // ---- prompts -------------------------------------------------------------------------
+
+    if (capabilities.prompts) {
+      server.setRequestHandler('prompts/list', (request) => {
+        const listed = [...prompts.values()].map((p) => ({
+          name: p.name,
+          title: p.title,
+          description: p.description,
+          arguments: Object.entries(p.arguments ?? {}).map(([argName, a]) => ({
+            name: argName,
+            description: a.description,
+            ...(a.title === undefined ? {} : { title: a.title }),
+            required: a.required === true,
+          })),
+        }));
+        const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
+        return nextCursor === undefined ? { prompts: page } : { prompts: page, nextCursor };
+      });
+
+      server.setRequestHandler('prompts/get', async (request, sctx) => {
+        const started = process.hrtime.bigint();
+        const eventId = randomUUID();
+        const name = request.params.name;
+        const prompt = prompts.get(name);
+        if (prompt === undefined) {
+          writeAudit(sctx, 'prompts/get', name, eventId, started, 'not_found');
+          throw new ProtocolError(
+            ProtocolErrorCode.InvalidParams,
+            `Unknown prompt: ${sanitizeText(name).text.slice(0, 128)}`,
+          );
+        }
+        const problem = checkPromptArguments(prompt, request.params.arguments ?? {});
+        if (problem !== undefined) {
+          writeAudit(sctx, 'prompts/get', name, eventId, started, 'invalid_params', {
+            error: new ToolError(problem),
+          });
+          throw new ProtocolError(ProtocolErrorCode.InvalidParams, problem);
+        }
+        const done = runtime.inflight?.enter();
+        const flags = new Set<SanitizeFlag>();
+        try {
+          const result = await withDeadline(runtime.toolTimeoutMs, abortSources(sctx), (signal) =>
+            prompt.handler(
+              request.params.arguments ?? {},
+              requestContextFor(sctx, eventId, signal),
+            ),
+          );
+          writeAudit(sctx, 'prompts/get', name, eventId, started, 'ok', { flags });
+          if (isInputRequiredResult(result)) return sanitizeDeep(result, flags);
+          const body: GetPromptResult = Array.isArray(result) ? { messages: result } : result;
+          return sanitizeDeep(body, flags);
+        } catch (error) {
+          throw protocolFailure(error, 'prompts/get', name, eventId, logger, (reason) =>
+            writeAudit(sctx, 'prompts/get', name, eventId, started, reason, { error }),
+          );
+        } finally {
+          done?.();
+        }
+      });
+    }
+
+    // ---- completion ----------------------------------------------------------------------
+
+    if (capabilities.completions) {
+      server.setRequestHandler('completion/complete', async (request) => {
+        const { ref, argument } = request.params;
+        const context = { arguments: request.params.context?.arguments ?? {}, principal };
+        let values: readonly string[];
+        if (ref.type === 'ref/prompt') {
+          const prompt = prompts.get(ref.name);
+          if (prompt === undefined) {
+            throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${ref.name}`);
+          }
+          const arg = prompt.arguments?.[argument.name];
+          if (arg === undefined) {
+            throw new ProtocolError(
+              ProtocolErrorCode.InvalidParams,
+              `Prompt ${ref.name} has no argument "${argument.name}"`,
+            );
+          }
+          values = (await arg.complete?.(argument.value, context)) ?? [];
+        } else {
+          const t = templates.find((x) => x.definition.uriTemplate === ref.uri);
+          if (t === undefined) {
+            if (statics.has(normalizeUri(ref.uri) ?? ref.uri)) {
+              return { completion: { values: [], total: 0, hasMore: false } };
+            }
+            throw new ProtocolError(
+              ProtocolErrorCode.InvalidParams,
+              `Unknown resource template: ${ref.uri}`,
+            );
+          }
+          values = (await t.definition.complete?.[argument.name]?.(argument.value, context)) ?? [];
+        }
+        const clean = values.map((v) => sanitizeText(v).text);
+        return {
+          completion: {
+            values: clean.slice(0, MAX_COMPLETIONS),
+            total: clean.length,
+            hasMore: clean.length > MAX_COMPLETIONS,
+          },
+        };
+      });
+    }
+
+    definition.configure?.(server);
+    return server;
+  };
+}
+
+function toolErrorResult(text: string): CallToolResult {
+  const content: ContentBlock[] = [{ type: 'text', text: sanitizeText(text).text }];
+  return { content, isError: true };
+}
+
+/**
+ * Maps a failure of a tool handler to an audit reason and the result the model sees.
+ * `result` is undefined when the failure must travel as a protocol error (client cancellation,
+ * which gets no response at all, and deliberate protocol errors from the handler).
+ */
+function classifyToolFailure(
+  error: unknown,
+  tool: ToolDefinition,
+  eventId: string,
+  logger: Logger,
+): { reason: OutcomeReason; result?: CallToolResult } {
+  if (error instanceof ToolError)
+    return { reason: 'tool_error', result: toolErrorResult(error.message) };
+  if (error instanceof UpstreamError) {
+    if (error.status >= 500) {
+      logger.warn({ err: error, tool: tool.name, eventId }, 'upstream failure');
+    }
+    return {
+      reason: error.status === 429 ? 'rate_limited' : 'upstream_error',
+      result: toolErrorResult(error.toolMessage()),
+    };
+  }
+  if (error instanceof DeadlineExceededError) {
+    return {
+      reason: 'timeout',
+      result: toolErrorResult(
+        `${tool.name} did not finish within ${error.ms / 1000}s and was stopped. Try a narrower request, or try again later.`,
+      ),
+    };
+  }
+  if (error instanceof ShutdownError) {
+    return {
+      reason: 'cancelled',
+      result: toolErrorResult(
+        `The server is shutting down; ${tool.name} was stopped. Retry shortly.`,
+      ),
+    };
+  }
+  if (error instanceof CancelledError) return { reason: 'cancelled' };
+  if (error instanceof ProtocolError) {
+    return {
+      reason:
+        (error.code as ProtocolErrorCode) === ProtocolErrorCode.InvalidParams
+          ? 'invalid_params'
+          : 'internal_error',
+    };
+  }
+  logger.error({ err: error, tool: tool.name, eventId }, 'tool handler failed');
+  return {
+    reason: 'internal_error',
+    result: toolErrorResult(
+      `${tool.name} failed with an internal error (incident ${eventId}). The details are in the server log; retrying is unlikely to help.`,
+    ),
+  };
+}
+
+/**
+ * Maps a failure of a resource or prompt handler to a JSON-RPC error (these methods have no
+ * `isError` result), writing the audit record through `record`.
+ */
+function protocolFailure(
+  error: unknown,
+  method: string,
+  name: string,
+  eventId: string,
+  logger: Logger,
+  record: (reason: OutcomeReason) => void,
+): ProtocolError {
+  if (error instanceof ProtocolError) {
+    record(
+      (error.code as ProtocolErrorCode) === ProtocolErrorCode.InvalidParams
+        ? 'invalid_params'
+        : 'internal_error',
+    );
+    return error;
+  }
+  if (error instanceof ToolError) {
+    record('tool_error');
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, sanitizeText(error.message).text);
+  }
+  if (error instanceof UpstreamError) {
+    record(error.status === 429 ? 'rate_limited' : 'upstream_error');
+    return new ProtocolError(ProtocolErrorCode.InternalError, error.toolMessage());
+  }
+  if (error instanceof DeadlineExceededError) {
+    record('timeout');
+    return new ProtocolError(ProtocolErrorCode.InternalError, `${method} ${name} timed out`);
+  }
+  if (error instanceof CancelledError || error instanceof ShutdownError) {
+    record('cancelled');
+    return new ProtocolError(ProtocolErrorCode.InternalError, `${method} ${name} was cancelled`);
+  }
+  logger.error({ err: error, method, name, eventId }, 'handler failed');
+  record('internal_error');
+  return new ProtocolError(
+    ProtocolErrorCode.InternalError,
+    `Internal error (incident ${eventId}); the details are in the server log`,
+  );
+}
+
+function checkPromptArguments(
+  prompt: PromptDefinition,
+  given: Readonly<Record<string, string>>,
+): string | undefined {
+  const declared = prompt.arguments ?? {};
+  const unknown = Object.keys(given).filter((k) => !(k in declared));
+  if (unknown.length > 0) {
+    return `Unknown argument(s) for prompt ${prompt.name}: ${unknown.join(', ')}; expected: ${Object.keys(declared).join(', ') || 'none'}`;
+  }
+  const missing = Object.entries(declared)
+    .filter(([k, a]) => a.required === true && (given[k] === undefined || given[k] === ''))
+    .map(([k]) => k);
+  if (missing.length > 0) {
+    return `Missing required argument(s) for prompt ${prompt.name}: ${missing.join(', ')}`;
+  }
+  for (const [k, a] of Object.entries(declared)) {
+    const value = given[k];
+    if (value === undefined || a.schema === undefined) continue;
+    const checked = a.schema.safeParse(value);
+    if (!checked.success) {
+      return `Invalid argument "${k}" for prompt ${prompt.name}: ${checked.error.issues.map((i) => i.message).join('; ')}`;
+    }
+  }
+  return undefined;
+}

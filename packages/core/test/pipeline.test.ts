@@ -1,0 +1,447 @@
+import { Writable } from 'node:stream';
+import {
+  baseConfigSchema,
+  createLogger,
+  createRuntime,
+  createServerFactory,
+  loadConfig,
+} from '@gatehouse/core';
+import type { AuditRecord, ServerDefinition } from '@gatehouse/core';
+import { connectInMemory } from '@gatehouse/testkit';
+import type { Connection, Era } from '@gatehouse/testkit';
+import * as z from 'zod';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createDemoServer } from './fixtures/demo.ts';
+import type { DemoProbe } from './fixtures/demo.ts';
+
+interface Harness extends Connection {
+  records: AuditRecord[];
+  logs: () => string;
+  probe: DemoProbe;
+}
+
+const open: Harness[] = [];
+afterEach(async () => {
+  for (const h of open.splice(0)) await h.close();
+});
+
+async function harness(
+  era: Era,
+  env: Record<string, string> = {},
+  options: { pageSize?: number; definition?: ServerDefinition; extraTools?: number } = {},
+): Promise<Harness> {
+  const config = loadConfig(baseConfigSchema, { GATEHOUSE_PRINCIPAL: 'tester', ...env });
+  const records: AuditRecord[] = [];
+  let logText = '';
+  const destination = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      logText += chunk.toString();
+      done();
+    },
+  });
+  const logger = createLogger({ level: 'debug', destination });
+  const probe: DemoProbe = { aborted: [], posted: [] };
+  const runtime = {
+    ...createRuntime(config, logger, { audit: { write: (r) => records.push(r) } }),
+    ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),
+  };
+  const definition =
+    options.definition ??
+    createDemoServer({ probe, ...(options.extraTools ? { extraTools: options.extraTools } : {}) });
+  const connection = await connectInMemory(createServerFactory(definition, runtime), { era });
+  const h: Harness = { ...connection, records, logs: () => logText, probe };
+  open.push(h);
+  return h;
+}
+
+function text(result: unknown): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
+  return content.map((c) => c.text ?? '').join('\n');
+}
+
+async function rpcError(promise: Promise<unknown>): Promise<{ code: number; message: string }> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as { code: number; message: string };
+  }
+  throw new Error('expected a JSON-RPC error');
+}
+
+describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
+  it('lists read tools with all four annotations and strict schemas; write tools stay off', async () => {
+    const { client } = await harness(era);
+    const { tools } = await client.listTools();
+    const names = tools.map((t) => t.name);
+    expect(names).toContain('demo_echo');
+    expect(names).not.toContain('demo_post');
+    const echo = tools.find((t) => t.name === 'demo_echo')!;
+    expect(echo.annotations).toEqual({
+      title: 'Echo',
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    });
+    expect(echo.inputSchema).toMatchObject({
+      type: 'object',
+      additionalProperties: false,
+      required: ['text'],
+    });
+    expect(tools.find((t) => t.name === 'demo_stats')!.outputSchema).toMatchObject({
+      type: 'object',
+    });
+  });
+
+  it('calls a tool and audits one success with target and definition hash', async () => {
+    const { client, records } = await harness(era);
+    const result = await client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'hi', repeat: 2 },
+    });
+    expect(result.isError).toBeFalsy();
+    expect(text(result)).toBe('hihi');
+    expect(records).toHaveLength(1);
+    expect(records[0]).toMatchObject({
+      event: { action: 'tools/call', outcome: 'success', reason: 'ok' },
+      user: { id: 'tester' },
+      target: { resource: 'demo:echo/2' },
+      gatehouse: { name: 'demo_echo', era, policy: { decision: 'allow', rule: 'read_tool' } },
+    });
+    expect(records[0]!.gatehouse.definition_hash).toMatch(/^[0-9a-f]{64}$/);
+    expect(records[0]!.event.duration).toBeGreaterThan(0);
+  });
+
+  it('answers an unknown tool with a JSON-RPC -32602 and audits it', async () => {
+    const { client, records } = await harness(era);
+    const error = await rpcError(client.callTool({ name: 'nope_tool', arguments: {} }));
+    expect(error.code).toBe(-32602);
+    expect(error.message).toContain('Unknown tool: nope_tool');
+    expect(records.map((r) => r.event.reason)).toEqual(['not_found']);
+  });
+
+  it('answers bad arguments with a tool error naming the field, and never runs the handler', async () => {
+    const { client, records } = await harness(era);
+    const missing = await client.callTool({ name: 'demo_echo', arguments: {} });
+    expect(missing.isError).toBe(true);
+    expect(text(missing)).toContain('Invalid arguments for demo_echo');
+    expect(text(missing)).toContain('text');
+    const unknownKey = await client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'x', extra: true },
+    });
+    expect(unknownKey.isError).toBe(true);
+    expect(text(unknownKey)).toMatch(/extra/);
+    const tooLong = await client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'x'.repeat(201) },
+    });
+    expect(text(tooLong)).toMatch(/200/);
+    expect(records.map((r) => r.event.reason)).toEqual([
+      'invalid_params',
+      'invalid_params',
+      'invalid_params',
+    ]);
+  });
+
+  it('answers an unknown method with -32601', async () => {
+    const { client } = await harness(era);
+    const error = await rpcError(
+      client.request({ method: 'gatehouse/nothing', params: {} }, z.object({}).loose()),
+    );
+    expect(error.code).toBe(-32601);
+  });
+
+  it('pages tools/list and rejects a forged cursor with -32602', async () => {
+    const { client } = await harness(era, {}, { pageSize: 5, extraTools: 12 });
+    const seen: string[] = [];
+    let cursor: string | undefined;
+    do {
+      // A raw request: the SDK's listTools() follows cursors by itself.
+      const page = await client.request({
+        method: 'tools/list',
+        params: cursor === undefined ? {} : { cursor },
+      });
+      expect(page.tools.length).toBeLessThanOrEqual(5);
+      seen.push(...page.tools.map((t) => t.name));
+      cursor = page.nextCursor;
+    } while (cursor !== undefined);
+    expect(new Set(seen).size).toBe(seen.length);
+    expect(seen).toHaveLength(7 + 12); // 8 demo tools minus the write tool, plus 12 extras
+    for (const bad of ['not-a-cursor', Buffer.from('{"v":1,"o":9999}').toString('base64url')]) {
+      const error = await rpcError(
+        client.request({ method: 'tools/list', params: { cursor: bad } }),
+      );
+      expect(error.code).toBe(-32602);
+      expect(error.message).toContain('Invalid cursor');
+    }
+  });
+
+  it('hides the detail of a handler crash from the client and logs it', async () => {
+    const { client, records, logs } = await harness(era);
+    const result = await client.callTool({ name: 'demo_fail', arguments: { kind: 'crash' } });
+    expect(result.isError).toBe(true);
+    const message = text(result);
+    expect(message).toMatch(/internal error \(incident [0-9a-f-]{36}\)/);
+    expect(message).not.toContain('hunter2');
+    expect(records[0]).toMatchObject({ event: { reason: 'internal_error' } });
+    expect(message).toContain(records[0]!.event.id);
+    expect(logs()).toContain('tool handler failed');
+    expect(logs()).toContain(records[0]!.event.id);
+  });
+
+  it('passes a business error through as a tool error the model can act on', async () => {
+    const { client, records } = await harness(era);
+    const result = await client.callTool({ name: 'demo_fail', arguments: { kind: 'tool' } });
+    expect(result.isError).toBe(true);
+    expect(text(result)).toBe('The board is archived; pick another board.');
+    expect(records[0]!.event.reason).toBe('tool_error');
+  });
+
+  it('keeps the meaning of an upstream 4xx and hides the detail of a 5xx', async () => {
+    const { client, records } = await harness(era);
+    const notFound = await client.callTool({
+      name: 'demo_fail',
+      arguments: { kind: 'upstream404' },
+    });
+    expect(notFound.isError).toBe(true);
+    expect(text(notFound)).toBe('Demo answered 404 (not found): no such board');
+    const down = await client.callTool({ name: 'demo_fail', arguments: { kind: 'upstream503' } });
+    expect(down.isError).toBe(true);
+    expect(text(down)).toContain('Demo failed (503)');
+    expect(text(down)).not.toContain('10.0.0.7');
+    const limited = await client.callTool({
+      name: 'demo_fail',
+      arguments: { kind: 'upstream429' },
+    });
+    expect(text(limited)).toBe('Demo rate limit reached. Retry after 30s.');
+    expect(records.map((r) => r.event.reason)).toEqual([
+      'upstream_error',
+      'upstream_error',
+      'rate_limited',
+    ]);
+    expect(records[1]!.upstream).toEqual({ status: 503, request_id: 'req-123' });
+  });
+
+  it('stops a call at its deadline with a tool error, even if the handler ignores the signal', async () => {
+    const { client, records, probe } = await harness(era);
+    for (const ignoreAbort of [false, true]) {
+      const started = Date.now();
+      const result = await client.callTool({
+        name: 'demo_slow',
+        arguments: { ms: 20_000, ignoreAbort },
+      });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toContain('did not finish within 1.5s');
+      expect(Date.now() - started).toBeLessThan(15_000);
+    }
+    expect(records.map((r) => r.event.reason)).toEqual(['timeout', 'timeout']);
+    expect(probe.aborted[0]).toBe('DeadlineExceededError: deadline of 1500 ms exceeded');
+  });
+
+  it('aborts the handler when the client cancels, and audits the cancellation', async () => {
+    const { client, records, probe } = await harness(era);
+    const controller = new AbortController();
+    const call = client.callTool(
+      { name: 'demo_slow', arguments: { ms: 1_000 } },
+      { signal: controller.signal },
+    );
+    setTimeout(() => controller.abort('user pressed stop'), 100);
+    await expect(call).rejects.toThrow();
+    await expect.poll(() => records.map((r) => r.event.reason)).toEqual(['cancelled']);
+    expect(probe.aborted).toHaveLength(1);
+    expect(probe.aborted[0]).toBe('CancelledError: cancelled by the client');
+  });
+
+  it('reports progress monotonically to a client that asked for it', async () => {
+    const { client } = await harness(era);
+    const seen: number[] = [];
+    const result = await client.callTool(
+      { name: 'demo_slow', arguments: { ms: 40 } },
+      { onprogress: (p) => seen.push(p.progress) },
+    );
+    expect(text(result)).toBe('waited 40 ms');
+    expect(seen).toEqual([1, 2, 3, 4]);
+  });
+
+  it('returns structured content that matches the output schema, and refuses one that does not', async () => {
+    const { client, records } = await harness(era);
+    const good = await client.callTool({ name: 'demo_stats', arguments: { values: [1, 2, 3] } });
+    expect(good.structuredContent).toEqual({ count: 3, sum: 6 });
+    expect(JSON.parse(text(good))).toEqual({ count: 3, sum: 6 });
+    const bad = await client.callTool({
+      name: 'demo_stats',
+      arguments: { values: [1], lie: true },
+    });
+    expect(bad.isError).toBe(true);
+    expect(bad.structuredContent).toBeUndefined();
+    expect(records.map((r) => r.event.reason)).toEqual(['ok', 'internal_error']);
+  });
+
+  it('sanitises tool output but keeps emoji, flags and non-Latin scripts', async () => {
+    const { client, records } = await harness(era);
+    const result = await client.callTool({ name: 'demo_dirty', arguments: {} });
+    expect(text(result)).toBe('red:RED bell: bidi:evil tag: zw:ab ok:👩‍💻 🏴󠁧󠁢󠁳󠁣󠁴󠁿 日本 עברית');
+    expect(records[0]!.gatehouse.sanitizer_flags).toEqual([
+      'ansi',
+      'bidi',
+      'control',
+      'tag',
+      'zero_width',
+    ]);
+  });
+
+  it('reads static and templated resources, completes template variables, and 404s the rest', async () => {
+    const { client, records } = await harness(era);
+    const listed = await client.listResources();
+    expect(listed.resources.map((r) => r.uri)).toEqual([
+      'demo://readme',
+      'demo://boards/general',
+      'demo://boards/random',
+    ]);
+    const templates = await client.listResourceTemplates();
+    expect(templates.resourceTemplates.map((t) => t.uriTemplate)).toEqual([
+      'demo://boards/{board}',
+    ]);
+    const readme = await client.readResource({ uri: 'demo://readme' });
+    expect(readme.contents[0]).toMatchObject({ uri: 'demo://readme', text: '# Demo' });
+    const board = await client.readResource({ uri: 'demo://boards/general' });
+    expect(JSON.parse((board.contents[0] as { text: string }).text)).toEqual({ board: 'general' });
+    const missing = await rpcError(client.readResource({ uri: 'demo://boards/nope' }));
+    expect([-32002, -32602]).toContain(missing.code);
+    const unknown = await rpcError(client.readResource({ uri: 'other://x' }));
+    expect([-32002, -32602]).toContain(unknown.code);
+    const completion = await client.complete({
+      ref: { type: 'ref/resource', uri: 'demo://boards/{board}' },
+      argument: { name: 'board', value: 'ge' },
+    });
+    expect(completion.completion).toEqual({
+      values: ['general', 'gear'],
+      total: 2,
+      hasMore: false,
+    });
+    expect(records.map((r) => [r.event.action, r.event.reason, r.target?.resource])).toEqual([
+      ['resources/read', 'ok', undefined],
+      ['resources/read', 'ok', 'demo:board/general'],
+      ['resources/read', 'not_found', 'demo:board/nope'],
+      ['resources/read', 'not_found', undefined],
+    ]);
+  });
+
+  it('gets prompts, completes their arguments, and rejects missing or invalid arguments with -32602', async () => {
+    const { client, records } = await harness(era);
+    const { prompts } = await client.listPrompts();
+    expect(prompts[0]).toMatchObject({
+      name: 'demo_summarise',
+      arguments: [
+        { name: 'board', required: true },
+        { name: 'tone', required: false },
+      ],
+    });
+    const got = await client.getPrompt({ name: 'demo_summarise', arguments: { board: 'general' } });
+    expect(got.messages[0]!.content).toEqual({
+      type: 'text',
+      text: 'Summarise board general in a neutral tone.',
+    });
+    const missing = await rpcError(client.getPrompt({ name: 'demo_summarise', arguments: {} }));
+    expect(missing.code).toBe(-32602);
+    expect(missing.message).toContain(
+      'Missing required argument(s) for prompt demo_summarise: board',
+    );
+    const invalid = await rpcError(
+      client.getPrompt({ name: 'demo_summarise', arguments: { board: 'Robert; DROP' } }),
+    );
+    expect(invalid.code).toBe(-32602);
+    expect(invalid.message).toContain('lowercase letters only');
+    const extra = await rpcError(
+      client.getPrompt({ name: 'demo_summarise', arguments: { board: 'x', colour: 'red' } }),
+    );
+    expect(extra.message).toContain('Unknown argument(s)');
+    const unknown = await rpcError(client.getPrompt({ name: 'nope', arguments: {} }));
+    expect(unknown.code).toBe(-32602);
+    const completion = await client.complete({
+      ref: { type: 'ref/prompt', name: 'demo_summarise' },
+      argument: { name: 'board', value: 'r' },
+    });
+    expect(completion.completion.values).toEqual(['random']);
+    expect(records.map((r) => r.event.reason)).toEqual([
+      'ok',
+      'invalid_params',
+      'invalid_params',
+      'invalid_params',
+      'not_found',
+    ]);
+  });
+});
+
+describe('policy: tools/list shows exactly what tools/call permits', () => {
+  const settings: Array<Record<string, string>> = [
+    {},
+    { GATEHOUSE_ENABLE_WRITES: 'true' },
+    { GATEHOUSE_ENABLE_WRITES: 'true', GATEHOUSE_READ_ONLY: 'true' },
+    { GATEHOUSE_TOOLS_ENABLE: 'demo_post,demo_echo' },
+    { GATEHOUSE_TOOLS_ENABLE: 'demo_post', GATEHOUSE_READ_ONLY: 'yes' },
+    { GATEHOUSE_TOOLS_DISABLE: 'demo_echo,demo_noop' },
+    { GATEHOUSE_ENABLE_WRITES: '1', GATEHOUSE_TOOLS_DISABLE: 'demo_post' },
+  ];
+  const all = createDemoServer().tools.map((t) => t.name);
+
+  it.each(settings)('has no mismatch with %o', async (env) => {
+    const { client, records } = await harness('legacy', env);
+    const listed = new Set((await client.listTools()).tools.map((t) => t.name));
+    const mismatches: string[] = [];
+    for (const name of all) {
+      const args =
+        name === 'demo_echo'
+          ? { text: 'x' }
+          : name === 'demo_post'
+            ? { message: 'm' }
+            : name === 'demo_stats'
+              ? { values: [1] }
+              : name === 'demo_fail'
+                ? { kind: 'tool' }
+                : name === 'demo_slow'
+                  ? { ms: 0 }
+                  : {};
+      let callable: boolean;
+      try {
+        await client.callTool({ name, arguments: args });
+        callable = true;
+      } catch (error) {
+        expect((error as { code: number }).code).toBe(-32602);
+        callable = false;
+      }
+      if (callable !== listed.has(name))
+        mismatches.push(`${name}: listed=${listed.has(name)} callable=${callable}`);
+    }
+    expect(mismatches).toEqual([]);
+    const denied = records.filter((r) => r.event.reason === 'denied');
+    expect(denied).toHaveLength(all.length - listed.size);
+    for (const r of denied) expect(r.gatehouse.policy?.decision).toBe('deny');
+  });
+
+  it('runs a write tool only when enabled, and never under read-only', async () => {
+    const off = await harness('legacy');
+    await expect(
+      off.client.callTool({ name: 'demo_post', arguments: { message: 'hello' } }),
+    ).rejects.toMatchObject({ code: -32602 });
+    expect(off.probe.posted).toEqual([]);
+    expect(off.records[0]!.gatehouse.policy).toEqual({ decision: 'deny', rule: 'writes_off' });
+
+    const on = await harness('legacy', { GATEHOUSE_ENABLE_WRITES: 'true' });
+    const result = await on.client.callTool({ name: 'demo_post', arguments: { message: 'hello' } });
+    expect(text(result)).toBe('posted 5 characters');
+    expect(on.probe.posted).toEqual(['hello']);
+
+    const readOnly = await harness('legacy', {
+      GATEHOUSE_ENABLE_WRITES: 'true',
+      GATEHOUSE_TOOLS_ENABLE: 'demo_post',
+      GATEHOUSE_READ_ONLY: 'true',
+    });
+    await expect(
+      readOnly.client.callTool({ name: 'demo_post', arguments: { message: 'hello' } }),
+    ).rejects.toMatchObject({ code: -32602 });
+    expect(readOnly.probe.posted).toEqual([]);
+    expect(readOnly.records[0]!.gatehouse.policy).toEqual({ decision: 'deny', rule: 'read_only' });
+  });
+});

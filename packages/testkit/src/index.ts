@@ -1,0 +1,17 @@
+/** `@gatehouse/testkit`: real clients and real processes for testing Gatehouse servers. */
+export {
+  MODERN_REVISION,
+  connectHttp,
+  connectInMemory,
+  connectStdio,
+  createClient,
+  spawnServer,
+} from './clients.js';
+export type {
+  ClientOptions,
+  Connection,
+  Era,
+  LogLine,
+  ServerProcess,
+  StdioConnection,
+} from './clients.js';

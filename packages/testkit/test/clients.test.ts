@@ -1,0 +1,40 @@
+import { fileURLToPath } from 'node:url';
+import { McpServer } from '@modelcontextprotocol/server';
+import * as z from 'zod';
+import { describe, expect, it } from 'vitest';
+import { connectInMemory, spawnServer } from '../src/index.js';
+import type { Era } from '../src/index.js';
+
+function bareServer(): McpServer {
+  const server = new McpServer({ name: 'bare', version: '1.0.0' });
+  server.registerTool(
+    'add',
+    { description: 'Adds', inputSchema: z.object({ a: z.number(), b: z.number() }) },
+    ({ a, b }) => ({ content: [{ type: 'text', text: String(a + b) }] }),
+  );
+  return server;
+}
+
+describe.each<Era>(['legacy', 'modern'])('connectInMemory (%s era)', (era) => {
+  it('negotiates the era and calls a tool through a real SDK client', async () => {
+    const { client, close } = await connectInMemory(() => bareServer(), { era });
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe(
+        era === 'modern' ? '2026-07-28' : '2025-11-25',
+      );
+      const result = await client.callTool({ name: 'add', arguments: { a: 2, b: 3 } });
+      expect(result.content).toEqual([{ type: 'text', text: '5' }]);
+    } finally {
+      await close();
+    }
+  });
+});
+
+describe('spawnServer', () => {
+  it('reports a process that exits before it starts, with its output', async () => {
+    const script = fileURLToPath(new URL('./fixtures/exits.mjs', import.meta.url));
+    await expect(spawnServer(process.execPath, [script], { timeoutMs: 5_000 })).rejects.toThrow(
+      /process exited \(3\) before the expected log line[\s\S]*configuration is broken/,
+    );
+  });
+});
