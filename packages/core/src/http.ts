@@ -133,6 +133,7 @@ export async function startHttpServer(
       return;
     }
     if (draining) {
+      res.shouldKeepAlive = false;
       sendJson(res, 503, rpcError('Service Unavailable: the server is shutting down'), {
         'retry-after': '1',
         connection: 'close',
@@ -208,8 +209,9 @@ export async function startHttpServer(
       return inflight;
     },
     async shutdown(drainMs, onDeadline) {
+      // Keep listening while draining: /readyz answers 503 and new MCP requests get a 503 with
+      // Retry-After (the client retries another replica) instead of a refused connection.
       draining = true;
-      server.close();
       server.closeIdleConnections();
       let drained = inflight === 0;
       if (!drained) {
@@ -227,6 +229,7 @@ export async function startHttpServer(
         await new Promise((r) => setTimeout(r, 100));
       }
       await handler.close();
+      server.close();
       server.closeAllConnections();
       return drained;
     },

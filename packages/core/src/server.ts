@@ -545,7 +545,7 @@ export function createServerFactory(
         if (result === undefined) throw error;
         return result;
       } finally {
-        done?.();
+        releaseAfterResponse(done);
       }
     });
 
@@ -649,7 +649,7 @@ export function createServerFactory(
             writeAudit(sctx, 'resources/read', uri, eventId, started, reason, { target, error }),
           );
         } finally {
-          done?.();
+          releaseAfterResponse(done);
         }
       });
     }
@@ -710,7 +710,7 @@ export function createServerFactory(
             writeAudit(sctx, 'prompts/get', name, eventId, started, reason, { error }),
           );
         } finally {
-          done?.();
+          releaseAfterResponse(done);
         }
       });
     }
@@ -762,6 +762,15 @@ export function createServerFactory(
     definition.configure?.(server);
     return server;
   };
+}
+
+/**
+ * Marks a call finished only after the SDK has written its response: the SDK sends it in the
+ * microtasks that follow the handler, so a drain that waits for the counter never closes the
+ * transport between a finished handler and its answer.
+ */
+function releaseAfterResponse(done: (() => void) | undefined): void {
+  if (done) setImmediate(done);
 }
 
 function toolErrorResult(text: string): CallToolResult {

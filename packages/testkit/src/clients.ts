@@ -42,7 +42,7 @@ export function createClient(options: ClientOptions = {}): Client {
 /** A connected client and the way to tear it down. */
 export interface Connection {
   readonly client: Client;
-  close(): Promise<void>;
+  readonly close: () => Promise<void>;
 }
 
 /**

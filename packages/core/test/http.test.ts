@@ -1,0 +1,255 @@
+import { request } from 'node:http';
+import { fileURLToPath } from 'node:url';
+import { connectHttp, spawnServer } from '@gatehouse/testkit';
+import type { Era, ServerProcess } from '@gatehouse/testkit';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+
+const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
+
+function start(env: Record<string, string> = {}): Promise<ServerProcess> {
+  return spawnServer(process.execPath, [demoServer], {
+    env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', ...env },
+  });
+}
+
+interface RawResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  body: string;
+}
+
+/** A raw HTTP request, so tests control every header (Host included). */
+function raw(
+  url: URL,
+  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
+): Promise<RawResponse> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: url.hostname,
+        port: url.port,
+        path: options.path ?? url.pathname,
+        method: options.method ?? 'POST',
+        headers: options.headers ?? {},
+        agent: false,
+      },
+      (res) => {
+        let body = '';
+        res.setEncoding('utf8').on('data', (c: string) => (body += c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
+      },
+    );
+    req.on('error', reject);
+    if (options.body !== undefined) req.write(options.body);
+    req.end();
+  });
+}
+
+const MCP_HEADERS = {
+  'content-type': 'application/json',
+  accept: 'application/json, text/event-stream',
+};
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-11-25',
+    capabilities: {},
+    clientInfo: { name: 'raw', version: '1' },
+  },
+});
+
+describe('Streamable HTTP', () => {
+  let server: ServerProcess;
+  beforeAll(async () => {
+    server = await start({
+      GATEHOUSE_ALLOWED_ORIGINS: 'https://app.example.com',
+      GATEHOUSE_MAX_BODY_BYTES: '4096',
+    });
+  });
+  afterAll(async () => {
+    expect(await server?.stop()).toBe(0);
+  });
+
+  it('binds to 127.0.0.1 by default', () => {
+    expect(server.url!.hostname).toBe('127.0.0.1');
+  });
+
+  it.each<Era>(['legacy', 'modern'])('serves a real %s-era client statelessly', async (era) => {
+    const { client, close } = await connectHttp(server.url!, { era });
+    try {
+      expect(client.getNegotiatedProtocolVersion()).toBe(
+        era === 'modern' ? '2026-07-28' : '2025-11-25',
+      );
+      const result = await client.callTool({ name: 'demo_echo', arguments: { text: 'http' } });
+      expect(result.content).toEqual([{ type: 'text', text: 'http' }]);
+      const error = await client.callTool({ name: 'nope', arguments: {} }).catch((e: unknown) => e);
+      expect(error).toMatchObject({ code: -32602 });
+    } finally {
+      await close();
+    }
+    const audit = await server.waitForLog(
+      (l) =>
+        l.msg === 'audit' &&
+        (l.audit as any).gatehouse.era === era &&
+        (l.audit as any).gatehouse.name === 'demo_echo',
+    );
+    expect(audit.audit).toMatchObject({
+      user: { id: 'anonymous' },
+      gatehouse: { transport: 'http', auth_method: 'none' },
+    });
+  });
+
+  it('rejects a foreign Origin with 403 and accepts localhost and configured origins', async () => {
+    const evil = await raw(server.url!, {
+      headers: { ...MCP_HEADERS, origin: 'http://evil.example' },
+      body: INITIALIZE,
+    });
+    expect(evil.status).toBe(403);
+    expect(JSON.parse(evil.body)).toMatchObject({
+      error: { message: 'Forbidden: Origin not allowed' },
+    });
+    for (const origin of ['http://localhost:5173', 'https://app.example.com']) {
+      const ok = await raw(server.url!, { headers: { ...MCP_HEADERS, origin }, body: INITIALIZE });
+      expect(ok.status, origin).toBe(200);
+    }
+    const sameHostWrongPort = await raw(server.url!, {
+      headers: { ...MCP_HEADERS, origin: 'https://app.example.com:8443' },
+      body: INITIALIZE,
+    });
+    expect(sameHostWrongPort.status).toBe(403);
+  });
+
+  it('rejects a foreign Host header with 403 (DNS rebinding)', async () => {
+    const rebound = await raw(server.url!, {
+      headers: { ...MCP_HEADERS, host: `attacker.example:${server.url!.port}` },
+      body: INITIALIZE,
+    });
+    expect(rebound.status).toBe(403);
+    const local = await raw(server.url!, {
+      headers: { ...MCP_HEADERS, host: `localhost:${server.url!.port}` },
+      body: INITIALIZE,
+    });
+    expect(local.status).toBe(200);
+  });
+
+  it('answers an oversized body with 413 before parsing it', async () => {
+    const big = JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/list',
+      params: { pad: 'x'.repeat(8000) },
+    });
+    const response = await raw(server.url!, { headers: MCP_HEADERS, body: big });
+    expect(response.status).toBe(413);
+    expect(response.body).toContain('4096 bytes');
+  });
+
+  it('answers 404, 405, 406 and 415 where HTTP says so', async () => {
+    expect((await raw(server.url!, { path: '/nothing', method: 'GET' })).status).toBe(404);
+    expect(
+      (await raw(server.url!, { method: 'GET', headers: { accept: 'text/event-stream' } })).status,
+    ).toBe(405);
+    expect((await raw(server.url!, { method: 'DELETE' })).status).toBe(405);
+    expect((await raw(server.url!, { method: 'POST', path: '/healthz' })).status).toBe(405);
+    const notAcceptable = await raw(server.url!, {
+      headers: { 'content-type': 'application/json', accept: 'text/html' },
+      body: INITIALIZE,
+    });
+    expect(notAcceptable.status).toBe(406);
+    const unsupported = await raw(server.url!, {
+      headers: { 'content-type': 'text/plain', accept: MCP_HEADERS.accept },
+      body: INITIALIZE,
+    });
+    expect(unsupported.status).toBe(415);
+    const garbage = await raw(server.url!, { headers: MCP_HEADERS, body: '{not json' });
+    expect(garbage.status).toBe(400);
+    expect(JSON.parse(garbage.body)).toMatchObject({ error: { code: -32700 } });
+  });
+
+  it('reports liveness and readiness', async () => {
+    const health = await raw(server.url!, { path: '/healthz', method: 'GET' });
+    expect(health.status).toBe(200);
+    expect(JSON.parse(health.body)).toEqual({ status: 'ok' });
+    const ready = await raw(server.url!, { path: '/readyz', method: 'GET' });
+    expect(ready.status).toBe(200);
+    expect(JSON.parse(ready.body)).toEqual({ status: 'ready' });
+  });
+});
+
+describe('HTTP lifecycle', () => {
+  const started: ServerProcess[] = [];
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.stop('SIGKILL');
+  });
+
+  it('reports not ready when the server check fails', async () => {
+    const server = await start({ DEMO_READY: 'false' });
+    started.push(server);
+    const ready = await raw(server.url!, { path: '/readyz', method: 'GET' });
+    expect(ready.status).toBe(503);
+    expect(JSON.parse(ready.body)).toEqual({ status: 'not_ready', detail: 'demo upstream down' });
+  });
+
+  it('drains on SIGTERM: readiness flips at once, the in-flight call finishes, exit 0', async () => {
+    const server = await start();
+    started.push(server);
+    const { client, close } = await connectHttp(server.url!, { era: 'modern' });
+    const call = client.callTool({ name: 'demo_slow', arguments: { ms: 1_000 } });
+    await server.waitForLog((l) => l.msg === 'server started');
+    await new Promise((r) => setTimeout(r, 200));
+    server.child.kill('SIGTERM');
+    await server.waitForLog((l) => l.msg === 'shutting down');
+    const ready = await raw(server.url!, { path: '/readyz', method: 'GET' });
+    expect(ready.status).toBe(503);
+    expect(JSON.parse(ready.body)).toEqual({ status: 'draining' });
+    const late = await raw(server.url!, { headers: MCP_HEADERS, body: INITIALIZE });
+    expect(late.status).toBe(503);
+    expect(late.headers['retry-after']).toBe('1');
+    const result = await call;
+    expect(result.content).toEqual([{ type: 'text', text: 'waited 1000 ms' }]);
+    await close();
+    expect(await server.exited()).toBe(0);
+    const stopped = await server.waitForLog((l) => l.msg === 'stopped');
+    expect(stopped.drained).toBe(true);
+    expect(
+      server.logs.some((l) => l.msg === 'audit' && (l.audit as any).gatehouse.name === 'demo_slow'),
+    ).toBe(true);
+  });
+
+  it('stops calls that outlive the drain deadline with a tool error, and says so in the exit code', async () => {
+    const server = await start({ GATEHOUSE_DRAIN_MS: '300' });
+    started.push(server);
+    const { client, close } = await connectHttp(server.url!, { era: 'legacy' });
+    const call = client.callTool({
+      name: 'demo_slow',
+      arguments: { ms: 1_400, ignoreAbort: true },
+    });
+    await new Promise((r) => setTimeout(r, 200));
+    server.child.kill('SIGTERM');
+    const result = await call;
+    expect(result.isError).toBe(true);
+    expect((result.content as Array<{ text: string }>)[0]!.text).toContain('shutting down');
+    await close();
+    expect(await server.exited()).toBe(1);
+    const audit = server.logs.find(
+      (l) => l.msg === 'audit' && (l.audit as any).gatehouse.name === 'demo_slow',
+    );
+    expect((audit!.audit as any).event.reason).toBe('cancelled');
+  });
+
+  it('refuses to listen unauthenticated beyond loopback', async () => {
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_HOST: '0.0.0.0', GATEHOUSE_PORT: '0' },
+      waitForStart: false,
+    });
+    started.push(server);
+    expect(await server.exited()).toBe(2);
+    const text = server.logs.map((l) => String(l.raw ?? '')).join('\n');
+    expect(text).toContain(
+      'GATEHOUSE_HOST: 0.0.0.0 is not a loopback address and GATEHOUSE_AUTH is none',
+    );
+    expect(text).toContain('GATEHOUSE_ALLOWED_HOSTS: required');
+  });
+});

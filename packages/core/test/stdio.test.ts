@@ -1,0 +1,203 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { connectStdio } from '@gatehouse/testkit';
+import type { Era } from '@gatehouse/testkit';
+import { describe, expect, it } from 'vitest';
+
+const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
+
+/** Runs the demo server with raw pipes: we see every byte it writes. */
+function rawServer(env: Record<string, string> = {}) {
+  const child = spawn(process.execPath, [demoServer], { env, stdio: ['pipe', 'pipe', 'pipe'] });
+  const stdoutLines: string[] = [];
+  let stdoutRaw = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdoutRaw += c));
+  createInterface({ input: child.stdout }).on('line', (l) => stdoutLines.push(l));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+  const exit = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+  const send = (message: unknown): void => {
+    child.stdin.write(`${JSON.stringify(message)}\n`);
+  };
+  const waitForResponse = async (id: number): Promise<Record<string, unknown>> => {
+    for (let i = 0; i < 200; i++) {
+      for (const line of stdoutLines) {
+        const parsed = JSON.parse(line) as { id?: number };
+        if (parsed.id === id) return parsed;
+      }
+      await new Promise((r) => setTimeout(r, 25));
+    }
+    throw new Error(`no response ${id}; stdout: ${stdoutRaw}; stderr: ${stderr}`);
+  };
+  return {
+    child,
+    send,
+    waitForResponse,
+    exit,
+    stdoutLines,
+    stdoutRaw: () => stdoutRaw,
+    stderr: () => stderr,
+  };
+}
+
+const INITIALIZE = {
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: {
+    protocolVersion: '2025-11-25',
+    capabilities: {},
+    clientInfo: { name: 'raw-test', version: '1.0.0' },
+  },
+};
+
+describe.each<Era>(['legacy', 'modern'])('stdio with a real client (%s era)', (era) => {
+  it('lists and calls tools in a child process; logs and audit go to stderr as JSON', async () => {
+    const connection = await connectStdio(process.execPath, [demoServer], {
+      era,
+      env: { GATEHOUSE_PRINCIPAL: 'alice' },
+    });
+    try {
+      const { tools } = await connection.client.listTools();
+      expect(tools.map((t) => t.name)).toContain('demo_echo');
+      const result = await connection.client.callTool({
+        name: 'demo_echo',
+        arguments: { text: 'over a pipe' },
+      });
+      expect(result.content).toEqual([{ type: 'text', text: 'over a pipe' }]);
+      await expect
+        .poll(() => connection.stderr.some((l) => l.includes('"msg":"audit"')))
+        .toBe(true);
+      const lines = connection.stderr.map((l) => JSON.parse(l) as Record<string, unknown>);
+      const audit = lines.find((l) => l.msg === 'audit')!.audit as Record<string, any>;
+      expect(audit.user).toEqual({ id: 'alice' });
+      expect(audit.gatehouse).toMatchObject({ transport: 'stdio', era, auth_method: 'local' });
+      expect(audit.client).toEqual({ name: 'gatehouse-testkit', version: '1.0.0' });
+    } finally {
+      await connection.close();
+    }
+  });
+});
+
+describe('stdio process behaviour', () => {
+  it('keeps stdout for protocol messages only, even when a handler calls console.log', async () => {
+    const server = rawServer();
+    server.send(INITIALIZE);
+    await server.waitForResponse(1);
+    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    server.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'demo_console', arguments: {} },
+    });
+    server.send({
+      jsonrpc: '2.0',
+      id: 3,
+      method: 'tools/call',
+      params: { name: 'demo_echo', arguments: { text: 'x' } },
+    });
+    server.send({
+      jsonrpc: '2.0',
+      id: 4,
+      method: 'tools/call',
+      params: { name: 'demo_fail', arguments: { kind: 'crash' } },
+    });
+    await server.waitForResponse(4);
+    server.child.stdin.end();
+    const [code] = await server.exit;
+    expect(code).toBe(0);
+    // Every stdout line is a JSON-RPC message, nothing else.
+    expect(server.stdoutRaw().endsWith('\n')).toBe(true);
+    for (const line of server.stdoutLines) {
+      const message = JSON.parse(line) as { jsonrpc?: string };
+      expect(message.jsonrpc).toBe('2.0');
+    }
+    expect(server.stdoutRaw()).not.toContain('noise');
+    expect(server.stdoutRaw()).not.toContain('hunter2');
+    expect(server.stderr()).toContain('noise that would corrupt the stdio protocol');
+    expect(server.stderr()).toContain('"msg":"stopped"');
+  });
+
+  it('refuses bad configuration before serving: every problem at once, by variable name, exit 2', async () => {
+    const server = rawServer({
+      GATEHOUSE_PORT: 'eighty',
+      GATEHOUSE_LOG_LEVEL: 'loud',
+      GATEHOUSE_READ_ONLY: 'maybe',
+      DEMO_TOKEN: 'short',
+    });
+    const [code] = await server.exit;
+    expect(code).toBe(2);
+    const stderr = server.stderr();
+    for (const name of [
+      'GATEHOUSE_PORT',
+      'GATEHOUSE_LOG_LEVEL',
+      'GATEHOUSE_READ_ONLY',
+      'DEMO_TOKEN',
+    ]) {
+      expect(stderr).toContain(`${name}:`);
+    }
+    expect(stderr).toContain('DEMO_TOKEN: invalid value (hidden: secret)');
+    expect(stderr).not.toContain('short');
+    expect(server.stdoutRaw()).toBe('');
+  });
+
+  it('refuses tool names that match no tool', async () => {
+    const server = rawServer({ GATEHOUSE_TOOLS_DISABLE: 'demo_echo,demo_ecko' });
+    const [code] = await server.exit;
+    expect(code).toBe(2);
+    expect(server.stderr()).toContain('GATEHOUSE_TOOLS_DISABLE: no tool named "demo_ecko"');
+  });
+
+  it('reads secrets from NAME_FILE and never logs them', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-secret-'));
+    const file = join(dir, 'token');
+    writeFileSync(file, 'tok-7f3a9c-very-secret\n');
+    const server = rawServer({ DEMO_TOKEN_FILE: file, GATEHOUSE_LOG_LEVEL: 'debug' });
+    server.send(INITIALIZE);
+    await server.waitForResponse(1);
+    server.child.stdin.end();
+    const [code] = await server.exit;
+    expect(code).toBe(0);
+    expect(server.stderr()).toMatch(/"DEMO_TOKEN":"\[(secret|redacted)\]"/);
+    expect(server.stderr()).not.toContain('tok-7f3a9c');
+
+    const both = rawServer({ DEMO_TOKEN_FILE: file, DEMO_TOKEN: 'tok-other-value' });
+    expect((await both.exit)[0]).toBe(2);
+    expect(both.stderr()).toContain(
+      'DEMO_TOKEN: set either DEMO_TOKEN or DEMO_TOKEN_FILE, not both',
+    );
+
+    const missing = rawServer({ DEMO_TOKEN_FILE: join(dir, 'absent') });
+    expect((await missing.exit)[0]).toBe(2);
+    expect(missing.stderr()).toContain('DEMO_TOKEN_FILE: cannot read');
+    expect(missing.stderr()).toContain('ENOENT');
+  });
+
+  it('finishes an in-flight call on SIGTERM, then exits 0', async () => {
+    const server = rawServer();
+    server.send(INITIALIZE);
+    await server.waitForResponse(1);
+    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+    server.send({
+      jsonrpc: '2.0',
+      id: 2,
+      method: 'tools/call',
+      params: { name: 'demo_slow', arguments: { ms: 600 } },
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    server.child.kill('SIGTERM');
+    const response = (await server.waitForResponse(2)) as {
+      result: { content: Array<{ text: string }> };
+    };
+    expect(response.result.content[0]!.text).toBe('waited 600 ms');
+    const [code] = await server.exit;
+    expect(code).toBe(0);
+    expect(server.stderr()).toContain('"drained":true');
+  });
+});

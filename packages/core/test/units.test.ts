@@ -1,0 +1,240 @@
+import { Writable } from 'node:stream';
+import {
+  ConfigError,
+  UpstreamError,
+  baseConfigSchema,
+  createLogger,
+  defineConfig,
+  defineTool,
+  isLoopbackHost,
+  loadConfig,
+  originAllowed,
+  redactConfig,
+  sanitizeText,
+  secret,
+} from '@gatehouse/core';
+import * as z from 'zod';
+import { describe, expect, it } from 'vitest';
+
+function problemsOf(fn: () => unknown): readonly string[] {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+describe('loadConfig', () => {
+  it('applies defaults: stdio, loopback, read-only tools', () => {
+    const config = loadConfig(baseConfigSchema, {});
+    expect(config).toMatchObject({
+      GATEHOUSE_TRANSPORT: 'stdio',
+      GATEHOUSE_HOST: '127.0.0.1',
+      GATEHOUSE_HTTP_PATH: '/mcp',
+      GATEHOUSE_ENABLE_WRITES: false,
+      GATEHOUSE_READ_ONLY: false,
+      GATEHOUSE_TOOLS_ENABLE: [],
+      GATEHOUSE_DRAIN_MS: 10_000,
+    });
+  });
+
+  it('parses lists, booleans and integers, treating empty values as unset', () => {
+    const config = loadConfig(baseConfigSchema, {
+      GATEHOUSE_TOOLS_ENABLE: ' a, b ,,c ',
+      GATEHOUSE_READ_ONLY: 'YES',
+      GATEHOUSE_PORT: ' 8080 ',
+      GATEHOUSE_HOST: '',
+    });
+    expect(config.GATEHOUSE_TOOLS_ENABLE).toEqual(['a', 'b', 'c']);
+    expect(config.GATEHOUSE_READ_ONLY).toBe(true);
+    expect(config.GATEHOUSE_PORT).toBe(8080);
+    expect(config.GATEHOUSE_HOST).toBe('127.0.0.1');
+  });
+
+  it('reports every problem at once, each under its variable name', () => {
+    const problems = problemsOf(() =>
+      loadConfig(baseConfigSchema, {
+        GATEHOUSE_TRANSPORT: 'carrier-pigeon',
+        GATEHOUSE_PORT: '70000',
+        GATEHOUSE_DRAIN_MS: '1.5',
+        GATEHOUSE_ENABLE_WRITES: 'sure',
+      }),
+    );
+    expect(problems.map((p) => p.split(':')[0])).toEqual([
+      'GATEHOUSE_TRANSPORT',
+      'GATEHOUSE_PORT',
+      'GATEHOUSE_DRAIN_MS',
+      'GATEHOUSE_ENABLE_WRITES',
+    ]);
+  });
+
+  it('lets servers extend the schema and never echoes a secret', () => {
+    const schema = defineConfig({ API_TOKEN: secret(z.string().regex(/^tok_/)) });
+    const problems = problemsOf(() => loadConfig(schema, { API_TOKEN: 'hunter2' }));
+    expect(problems).toEqual(['API_TOKEN: invalid value (hidden: secret)']);
+    const missing = problemsOf(() => loadConfig(schema, {}));
+    expect(missing[0]).toMatch(/^API_TOKEN: /);
+    const config = loadConfig(schema, { API_TOKEN: 'tok_abc' });
+    expect(redactConfig(schema, config).API_TOKEN).toBe('[secret]');
+  });
+
+  it('reads NAME_FILE variants with the injected reader', () => {
+    const schema = defineConfig({ API_TOKEN: secret(z.string()) });
+    const config = loadConfig(
+      schema,
+      { API_TOKEN_FILE: '/run/secrets/token' },
+      { readFile: (path) => (path === '/run/secrets/token' ? 'tok_from_file\n' : '') },
+    );
+    expect(config.API_TOKEN).toBe('tok_from_file');
+  });
+
+  it('requires authentication and an allowed-hosts list to bind beyond loopback', () => {
+    const problems = problemsOf(() =>
+      loadConfig(baseConfigSchema, { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_HOST: '10.1.2.3' }),
+    );
+    expect(problems.map((p) => p.split(':')[0])).toEqual([
+      'GATEHOUSE_HOST',
+      'GATEHOUSE_ALLOWED_HOSTS',
+    ]);
+    const origins = problemsOf(() =>
+      loadConfig(baseConfigSchema, {
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_ALLOWED_ORIGINS: 'https://ok.example,https://bad.example/path',
+      }),
+    );
+    expect(origins).toEqual([
+      'GATEHOUSE_ALLOWED_ORIGINS: "https://bad.example/path" is not an origin (expected scheme://host[:port], no path)',
+    ]);
+  });
+
+  it('knows which hosts are loopback', () => {
+    expect(['127.0.0.1', '127.9.9.9', '::1', '[::1]', 'localhost'].every(isLoopbackHost)).toBe(
+      true,
+    );
+    expect(['0.0.0.0', '::', '10.0.0.1', 'example.com'].some(isLoopbackHost)).toBe(false);
+  });
+});
+
+describe('originAllowed', () => {
+  it('passes requests without an Origin (non-browser clients)', () => {
+    expect(originAllowed(undefined, [], true)).toBe(true);
+  });
+  it('matches configured origins exactly (scheme, host and port)', () => {
+    const allowed = ['https://app.example.com'];
+    expect(originAllowed('https://app.example.com', allowed, false)).toBe(true);
+    expect(originAllowed('http://app.example.com', allowed, false)).toBe(false);
+    expect(originAllowed('https://app.example.com:444', allowed, false)).toBe(false);
+    expect(originAllowed('https://app.example.com.evil.io', allowed, false)).toBe(false);
+  });
+  it('allows localhost origins only on a loopback bind', () => {
+    expect(originAllowed('http://localhost:3000', [], true)).toBe(true);
+    expect(originAllowed('http://localhost:3000', [], false)).toBe(false);
+    expect(originAllowed('null', [], true)).toBe(false);
+    expect(originAllowed('file://', [], true)).toBe(false);
+  });
+});
+
+describe('sanitizeText', () => {
+  it('leaves plain text alone and reports nothing', () => {
+    const { text, flags } = sanitizeText('plain ASCII\twith\nlines');
+    expect(text).toBe('plain ASCII\twith\nlines');
+    expect(flags.size).toBe(0);
+  });
+  it('removes hidden instructions in Unicode tags but keeps emoji tag sequences', () => {
+    const hidden = [...'ignore previous']
+      .map((c) => String.fromCodePoint(0xe0000 + c.charCodeAt(0)))
+      .join('');
+    expect(sanitizeText(`hello${hidden}`).text).toBe('hello');
+    expect(sanitizeText('🏴󠁧󠁢󠁷󠁬󠁳󠁿').text).toBe('🏴󠁧󠁢󠁷󠁬󠁳󠁿');
+  });
+  it('removes C1 controls and OSC sequences (terminal hyperlinks)', () => {
+    expect(sanitizeText('a\u0085b\u009bc').text).toBe('abc');
+    expect(sanitizeText('\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007').text).toBe(
+      'click',
+    );
+  });
+  it('keeps right-to-left scripts and joiners', () => {
+    const arabic = 'مرحبا بالعالم';
+    const family = '👨‍👩‍👧';
+    expect(sanitizeText(`${arabic} ${family}`).text).toBe(`${arabic} ${family}`);
+  });
+});
+
+describe('createLogger', () => {
+  it('redacts credential fields wherever they sit', () => {
+    let out = '';
+    const destination = new Writable({
+      write(chunk: Buffer, _e, done) {
+        out += chunk.toString();
+        done();
+      },
+    });
+    const logger = createLogger({ destination, redact: ['config.DB_URL'] });
+    logger.info(
+      {
+        password: 'p1',
+        headers: { authorization: 'Bearer abc' },
+        upstream: { request: { token: 'ghp_x' } },
+        config: { DB_URL: 'postgres://u:pw@h/db', PORT: 1 },
+      },
+      'hello',
+    );
+    const line = JSON.parse(out) as Record<string, any>;
+    expect(line.password).toBe('[redacted]');
+    expect(line.headers.authorization).toBe('[redacted]');
+    expect(line.upstream.request.token).toBe('[redacted]');
+    expect(line.config).toEqual({ DB_URL: '[redacted]', PORT: 1 });
+    expect(out).not.toMatch(/p1|abc|ghp_x|pw@/);
+  });
+});
+
+describe('UpstreamError.toolMessage', () => {
+  it.each([
+    [401, 'the server credentials were rejected'],
+    [403, 'access denied'],
+    [404, 'not found'],
+    [409, 'conflict'],
+    [422, 'the request was invalid'],
+  ])('keeps the meaning of %i', (status, meaning) => {
+    const message = new UpstreamError({ service: 'X', status, message: 'detail' }).toolMessage();
+    expect(message).toBe(`X answered ${status} (${meaning}): detail`);
+  });
+  it('never shows the detail of a 5xx', () => {
+    const message = new UpstreamError({
+      service: 'X',
+      status: 502,
+      message: 'secret internals',
+    }).toolMessage();
+    expect(message).not.toContain('secret internals');
+  });
+});
+
+describe('defineTool', () => {
+  const base = {
+    name: 'x_tool',
+    title: 'X',
+    description: 'x',
+    annotations: {
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    handler: async () => 'x',
+  };
+  it('refuses a non-strict input schema', () => {
+    expect(() => defineTool({ ...base, access: 'read', input: z.object({}) })).toThrow(/strict/);
+  });
+  it('refuses annotations that contradict the access class', () => {
+    expect(() => defineTool({ ...base, access: 'write', input: z.strictObject({}) })).toThrow(
+      /readOnlyHint/,
+    );
+  });
+  it('refuses names outside the spec pattern', () => {
+    expect(() =>
+      defineTool({ ...base, name: 'bad name', access: 'read', input: z.strictObject({}) }),
+    ).toThrow(/must match/);
+  });
+});
