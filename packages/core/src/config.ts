@@ -240,3 +240,40 @@ export function redactConfig(schema: z.ZodObject, config: object): Record<string
     ]),
   );
 }
+
+/** One row of the configuration reference. */
+export interface ConfigVariable {
+  name: string;
+  default: string;
+  description: string;
+  secret: boolean;
+}
+
+/** The variables of a config schema with defaults and descriptions, for generated docs. */
+export function describeConfig(schema: z.ZodObject): ConfigVariable[] {
+  const secrets = new Set(secretKeys(schema));
+  return Object.entries(schema.shape).map(([name, field]) => {
+    const s = field as z.ZodType;
+    let fallback = '';
+    if (s instanceof z.ZodDefault) {
+      const value: unknown = s.def.defaultValue;
+      fallback = Array.isArray(value)
+        ? value.length
+          ? value.join(',')
+          : '(empty)'
+        : String(value);
+    } else if (!(s instanceof z.ZodOptional)) {
+      fallback = '(required)';
+    }
+    return { name, default: fallback, description: s.description ?? '', secret: secrets.has(name) };
+  });
+}
+
+/** The configuration reference of a schema as a Markdown table. */
+export function configTable(schema: z.ZodObject): string {
+  const rows = describeConfig(schema).map(
+    (v) =>
+      `| \`${v.name}\`${v.secret ? ' (secret)' : ''} | ${v.default ? `\`${v.default}\`` : ''} | ${v.description.replace(/\|/g, '\\|')} |`,
+  );
+  return ['| variable | default | meaning |', '|---|---|---|', ...rows].join('\n');
+}

@@ -1,7 +1,6 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { toNodeHandler } from '@modelcontextprotocol/node';
 import {
   createMcpHandler,
   localhostAllowedHostnames,
@@ -97,6 +96,8 @@ export async function startHttpServer(
   const loopback = isLoopbackHost(options.host);
   const allowedHosts =
     options.allowedHosts.length > 0 ? [...options.allowedHosts] : localhostAllowedHostnames();
+  // Loaded here, not at import: a stdio server never pays for the HTTP adapter.
+  const { toNodeHandler } = await import('@modelcontextprotocol/node');
   const handler = createMcpHandler(factory, {
     maxRequestBodySize: options.maxBodyBytes,
     onerror: (error) => logger.debug({ err: error }, 'mcp request rejected'),

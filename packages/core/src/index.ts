@@ -6,7 +6,9 @@ export type { AuditRecord, AuditSink, AuditedAction, OutcomeReason } from './aud
 export {
   baseConfigSchema,
   baseConfigShape,
+  configTable,
   defineConfig,
+  describeConfig,
   envBoolean,
   envInt,
   envList,
@@ -16,7 +18,7 @@ export {
   secret,
   secretKeys,
 } from './config.js';
-export type { BaseConfig, LoadConfigOptions } from './config.js';
+export type { BaseConfig, ConfigVariable, LoadConfigOptions } from './config.js';
 export { definePrompt, defineResource, defineServer, defineTool } from './define.js';
 export type {
   Access,

@@ -40,8 +40,10 @@ export interface LoggerOptions {
   name?: string;
   /** Extra paths to redact, e.g. `config.POSTGRES_URL`. */
   redact?: readonly string[];
-  /** Where lines go; defaults to a synchronous stderr writer so nothing is lost on exit. */
+  /** Where lines go; defaults to a synchronous writer on `dest` so nothing is lost on exit. */
   destination?: DestinationStream;
+  /** File descriptor or path for the default synchronous writer (default 2, stderr). */
+  dest?: number | string;
 }
 
 /**
@@ -59,6 +61,6 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
     },
-    options.destination ?? pino.destination({ dest: 2, sync: true }),
+    options.destination ?? pino.destination({ dest: options.dest ?? 2, sync: true }),
   );
 }

@@ -393,17 +393,23 @@ export function createServerFactory(
       sctx: ServerContext,
       eventId: string,
       signal: AbortSignal,
-    ): RequestContext => ({
-      principal,
-      signal,
-      logger: logger.child({ eventId }),
-      eventId,
-      era,
-      canRequestClient: era === 'legacy' && runtime.transport !== 'http',
-      mcp: sctx,
-      sealState: (payload) => stateCodec.mint(payload, sctx),
-      requestState: <T>() => sctx.mcpReq.requestState<T>(),
-    });
+    ): RequestContext => {
+      let child: Logger | undefined;
+      return {
+        principal,
+        signal,
+        // Created on first use: most calls never log, and a child logger is not free.
+        get logger() {
+          return (child ??= logger.child({ eventId }));
+        },
+        eventId,
+        era,
+        canRequestClient: era === 'legacy' && runtime.transport !== 'http',
+        mcp: sctx,
+        sealState: (payload) => stateCodec.mint(payload, sctx),
+        requestState: <T>() => sctx.mcpReq.requestState<T>(),
+      };
+    };
 
     const abortSources = (sctx: ServerContext) => ({
       cancel: sctx.mcpReq.signal,
@@ -464,16 +470,13 @@ export function createServerFactory(
       const progressToken = sctx.mcpReq._meta?.progressToken;
       let lastProgress = Number.NEGATIVE_INFINITY;
       let finished = false;
-      const base = requestContextFor(sctx, eventId, sctx.mcpReq.signal);
       try {
         const result = await withDeadline(
           tool.deadlineMs ?? runtime.toolTimeoutMs,
           abortSources(sctx),
           (signal) => {
-            const ctx: ToolContext = {
-              ...base,
-              signal,
-              progress: async (progress, total, message) => {
+            const ctx: ToolContext = Object.assign(requestContextFor(sctx, eventId, signal), {
+              progress: async (progress: number, total?: number, message?: string) => {
                 if (progressToken === undefined || finished || progress <= lastProgress) return;
                 lastProgress = progress;
                 await sctx.mcpReq.notify({
@@ -486,10 +489,10 @@ export function createServerFactory(
                   },
                 });
               },
-              log: async (level, data) => {
+              log: async (level: Parameters<ToolContext['log']>[0], data: unknown) => {
                 if (!finished) await sctx.mcpReq.log(level, sanitizeDeep(data, flags));
               },
-            };
+            });
             return tool.handler(args, ctx);
           },
         );

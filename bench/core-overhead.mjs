@@ -1,0 +1,124 @@
+// Benchmark: what the Gatehouse core pipeline costs per call, against a bare SDK v2 server
+// measured in the same run (ratios, not absolute times). Run with `npm run bench`.
+//   BENCH_CALLS (default 3000) calls per server and transport, BENCH_COLD (default 20) spawns.
+import { spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { connectInMemory, connectStdio } from '@gatehouse/testkit';
+import { bareFactory, coreFactory } from './servers.mjs';
+
+const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
+const COLD = Number(process.env.BENCH_COLD ?? 20);
+const ROUNDS = 10;
+const here = (f) => fileURLToPath(new URL(f, import.meta.url));
+const scripts = { bare: here('./bare-stdio.mjs'), core: here('./core-stdio.mjs') };
+
+const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+};
+
+async function timeCalls(client, n, into) {
+  for (let i = 0; i < n; i++) {
+    const t0 = performance.now();
+    const result = await client.callTool({ name: 'noop', arguments: {} });
+    into.push(performance.now() - t0);
+    if (result.isError) throw new Error('the no-op tool failed');
+  }
+}
+
+/** Interleaves the two servers in rounds so drift (GC, CPU frequency) hits both alike. */
+async function compareCalls(connect) {
+  const connections = { bare: await connect('bare'), core: await connect('core') };
+  const samples = { bare: [], core: [] };
+  for (const name of ['bare', 'core']) await timeCalls(connections[name].client, 200, []); // warm-up
+  for (let r = 0; r < ROUNDS; r++) {
+    for (const name of r % 2 ? ['core', 'bare'] : ['bare', 'core']) {
+      await timeCalls(connections[name].client, CALLS / ROUNDS, samples[name]);
+    }
+  }
+  for (const c of Object.values(connections)) await c.close();
+  return samples;
+}
+
+/** Spawn → answer to `initialize` on stdout, in milliseconds. */
+function coldStart(script) {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const child = spawn(process.execPath, [script], { stdio: ['pipe', 'pipe', 'ignore'], env: {} });
+    createInterface({ input: child.stdout }).once('line', (line) => {
+      const elapsed = performance.now() - t0;
+      if (!line.includes('"protocolVersion"')) reject(new Error(`unexpected first line: ${line}`));
+      child.kill('SIGKILL');
+      resolve(elapsed);
+    });
+    child.on('error', reject);
+    child.stdin.write(
+      `${JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'initialize',
+        params: {
+          protocolVersion: '2025-11-25',
+          capabilities: {},
+          clientInfo: { name: 'bench', version: '1' },
+        },
+      })}\n`,
+    );
+  });
+}
+
+const rows = [];
+function report(label, samples) {
+  const bare = quantile(samples.bare, 0.5);
+  const core = quantile(samples.core, 0.5);
+  const row = {
+    benchmark: label,
+    bare_median_ms: +bare.toFixed(4),
+    core_median_ms: +core.toFixed(4),
+    bare_p99_ms: +quantile(samples.bare, 0.99).toFixed(4),
+    core_p99_ms: +quantile(samples.core, 0.99).toFixed(4),
+    'ratio core/bare (median)': +(core / bare).toFixed(3),
+    samples: samples.core.length,
+  };
+  rows.push(row);
+  console.log(
+    `${label}: median bare ${row.bare_median_ms} ms, core ${row.core_median_ms} ms → ratio ${row['ratio core/bare (median)']}`,
+  );
+}
+
+console.log(
+  `node ${process.version}; ${CALLS} calls per server and transport; ${COLD} cold starts each`,
+);
+
+report(
+  'tools/call no-op, in memory (legacy era)',
+  await compareCalls((name) =>
+    connectInMemory(name === 'bare' ? bareFactory() : coreFactory(), { era: 'legacy' }),
+  ),
+);
+report(
+  'tools/call no-op, in memory (modern era)',
+  await compareCalls((name) =>
+    connectInMemory(name === 'bare' ? bareFactory() : coreFactory(), { era: 'modern' }),
+  ),
+);
+report(
+  'tools/call no-op, stdio child process',
+  await compareCalls((name) => connectStdio(process.execPath, [scripts[name]], { era: 'legacy' })),
+);
+
+const cold = { bare: [], core: [] };
+for (let i = 0; i < COLD; i++) {
+  for (const name of i % 2 ? ['core', 'bare'] : ['bare', 'core'])
+    cold[name].push(await coldStart(scripts[name]));
+}
+report('cold start: spawn → initialize answer', cold);
+
+console.table(rows);
+mkdirSync(here('./results'), { recursive: true });
+writeFileSync(
+  here('./results/core-overhead.json'),
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, calls: CALLS, cold: COLD, rows }, null, 2)}\n`,
+);

@@ -1,0 +1,63 @@
+// The two servers the benchmark compares: the same no-op tool on a bare SDK v2 McpServer and on
+// the Gatehouse core (policy, validation, sanitiser and audit included).
+import {
+  baseConfigSchema,
+  createLogger,
+  createRuntime,
+  createServerFactory,
+  defineServer,
+  defineTool,
+  loadConfig,
+} from '@gatehouse/core';
+import { McpServer } from '@modelcontextprotocol/server';
+import * as z from 'zod';
+
+export function bareFactory() {
+  return () => {
+    const server = new McpServer({ name: 'bare', version: '1.0.0' });
+    server.registerTool(
+      'noop',
+      {
+        title: 'No-op',
+        description: 'Does nothing.',
+        inputSchema: z.strictObject({}),
+        annotations: {
+          readOnlyHint: true,
+          destructiveHint: false,
+          idempotentHint: true,
+          openWorldHint: false,
+        },
+      },
+      async () => ({ content: [{ type: 'text', text: 'ok' }] }),
+    );
+    return server;
+  };
+}
+
+export const coreDefinition = defineServer({
+  name: 'core',
+  version: '1.0.0',
+  tools: [
+    defineTool({
+      name: 'noop',
+      title: 'No-op',
+      description: 'Does nothing.',
+      access: 'read',
+      annotations: {
+        readOnlyHint: true,
+        destructiveHint: false,
+        idempotentHint: true,
+        openWorldHint: false,
+      },
+      input: z.strictObject({}),
+      handler: async () => 'ok',
+    }),
+  ],
+});
+
+/** The core factory with a real logger and audit sink writing JSON lines (to /dev/null). */
+export function coreFactory() {
+  const config = loadConfig(baseConfigSchema, {});
+  const logger = createLogger({ dest: '/dev/null' });
+  return createServerFactory(coreDefinition, createRuntime(config, logger));
+}
