@@ -59,6 +59,7 @@ export default tseslint.config(
         console: 'readonly',
         URL: 'readonly',
         setTimeout: 'readonly',
+        performance: 'readonly',
       },
     },
   },

@@ -374,6 +374,27 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
   });
 });
 
+describe('stage order: policy, then validation, then the handler', () => {
+  it('refuses a hidden tool before looking at its arguments', async () => {
+    const { client, records, probe } = await harness('legacy');
+    await expect(
+      client.callTool({ name: 'demo_post', arguments: { wrong: 1 } }),
+    ).rejects.toMatchObject({ code: -32602, message: expect.stringContaining('Unknown tool') });
+    expect(records.map((r) => r.event.reason)).toEqual(['denied']);
+    expect(probe.posted).toEqual([]);
+  });
+
+  it('never runs a handler with arguments that failed validation', async () => {
+    const { client, records, probe } = await harness('legacy', { GATEHOUSE_ENABLE_WRITES: 'true' });
+    const result = await client.callTool({ name: 'demo_post', arguments: { message: '' } });
+    expect(result.isError).toBe(true);
+    expect(probe.posted).toEqual([]);
+    expect(records.map((r) => [r.event.reason, r.gatehouse.policy?.decision])).toEqual([
+      ['invalid_params', 'allow'],
+    ]);
+  });
+});
+
 describe('policy: tools/list shows exactly what tools/call permits', () => {
   const settings: Array<Record<string, string>> = [
     {},
