@@ -5,7 +5,7 @@ import { spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { connectInMemory, connectStdio } from '@gatehouse/testkit';
+import { connectInMemory, connectStdio, initializeRequest } from '@gatehouse/testkit';
 import { bareFactory, coreFactory } from './servers.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
@@ -54,18 +54,7 @@ function coldStart(script) {
       resolve(elapsed);
     });
     child.on('error', reject);
-    child.stdin.write(
-      `${JSON.stringify({
-        jsonrpc: '2.0',
-        id: 1,
-        method: 'initialize',
-        params: {
-          protocolVersion: '2025-11-25',
-          capabilities: {},
-          clientInfo: { name: 'bench', version: '1' },
-        },
-      })}\n`,
-    );
+    child.stdin.write(`${JSON.stringify(initializeRequest(1, 'bench'))}\n`);
   });
 }
 

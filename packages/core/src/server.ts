@@ -431,10 +431,7 @@ export function createServerFactory(
       const prepared = toolsByName.get(name);
       if (prepared === undefined) {
         writeAudit(sctx, 'tools/call', name, eventId, started, 'not_found');
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          `Unknown tool: ${sanitizeText(name).text.slice(0, 128)}`,
-        );
+        throw unknownName('tool', name);
       }
       const tool = prepared.definition;
       const decision = visible(prepared);
@@ -444,7 +441,7 @@ export function createServerFactory(
           hash: prepared.hash,
           decision,
         });
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown tool: ${name}`);
+        throw unknownName('tool', name);
       }
 
       const parsed = tool.input.safeParse(request.params.arguments ?? {});
@@ -683,10 +680,7 @@ export function createServerFactory(
         const prompt = prompts.get(name);
         if (prompt === undefined) {
           writeAudit(sctx, 'prompts/get', name, eventId, started, 'not_found');
-          throw new ProtocolError(
-            ProtocolErrorCode.InvalidParams,
-            `Unknown prompt: ${sanitizeText(name).text.slice(0, 128)}`,
-          );
+          throw unknownName('prompt', name);
         }
         const problem = checkPromptArguments(prompt, request.params.arguments ?? {});
         if (problem !== undefined) {
@@ -728,7 +722,7 @@ export function createServerFactory(
         if (ref.type === 'ref/prompt') {
           const prompt = prompts.get(ref.name);
           if (prompt === undefined) {
-            throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Unknown prompt: ${ref.name}`);
+            throw unknownName('prompt', ref.name);
           }
           const arg = prompt.arguments?.[argument.name];
           if (arg === undefined) {
@@ -774,6 +768,14 @@ export function createServerFactory(
  */
 function releaseAfterResponse(done: (() => void) | undefined): void {
   if (done) setImmediate(done);
+}
+
+/** The -32602 for a name that does not exist (or that the policy hides: same answer). */
+function unknownName(kind: 'tool' | 'prompt', name: string): ProtocolError {
+  return new ProtocolError(
+    ProtocolErrorCode.InvalidParams,
+    `Unknown ${kind}: ${sanitizeText(name).text.slice(0, 128)}`,
+  );
 }
 
 function toolErrorResult(text: string): CallToolResult {

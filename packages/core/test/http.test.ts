@@ -1,6 +1,6 @@
 import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { connectHttp, spawnServer } from '@gatehouse/testkit';
+import { connectHttp, initializeRequest, spawnServer } from '@gatehouse/testkit';
 import type { Era, ServerProcess } from '@gatehouse/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
@@ -49,16 +49,7 @@ const MCP_HEADERS = {
   'content-type': 'application/json',
   accept: 'application/json, text/event-stream',
 };
-const INITIALIZE = JSON.stringify({
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 'raw', version: '1' },
-  },
-});
+const INITIALIZE = JSON.stringify(initializeRequest());
 
 describe('Streamable HTTP', () => {
   let server: ServerProcess;

@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { connectStdio } from '@gatehouse/testkit';
+import { connectStdio, initializeRequest } from '@gatehouse/testkit';
 import type { Era } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
 
@@ -34,9 +34,19 @@ function rawServer(env: Record<string, string> = {}) {
     }
     throw new Error(`no response ${id}; stdout: ${stdoutRaw}; stderr: ${stderr}`);
   };
+  /** initialize → answer → initialized, the 2025-era opening. */
+  const handshake = async (): Promise<void> => {
+    send(initializeRequest());
+    await waitForResponse(1);
+    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
+  };
+  const callTool = (id: number, name: string, args: Record<string, unknown>): void =>
+    send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
   return {
     child,
     send,
+    callTool,
+    handshake,
     waitForResponse,
     exit,
     stdoutLines,
@@ -44,17 +54,6 @@ function rawServer(env: Record<string, string> = {}) {
     stderr: () => stderr,
   };
 }
-
-const INITIALIZE = {
-  jsonrpc: '2.0',
-  id: 1,
-  method: 'initialize',
-  params: {
-    protocolVersion: '2025-11-25',
-    capabilities: {},
-    clientInfo: { name: 'raw-test', version: '1.0.0' },
-  },
-};
 
 describe.each<Era>(['legacy', 'modern'])('stdio with a real client (%s era)', (era) => {
   it('lists and calls tools in a child process; logs and audit go to stderr as JSON', async () => {
@@ -87,27 +86,10 @@ describe.each<Era>(['legacy', 'modern'])('stdio with a real client (%s era)', (e
 describe('stdio process behaviour', () => {
   it('keeps stdout for protocol messages only, even when a handler calls console.log', async () => {
     const server = rawServer();
-    server.send(INITIALIZE);
-    await server.waitForResponse(1);
-    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    server.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'demo_console', arguments: {} },
-    });
-    server.send({
-      jsonrpc: '2.0',
-      id: 3,
-      method: 'tools/call',
-      params: { name: 'demo_echo', arguments: { text: 'x' } },
-    });
-    server.send({
-      jsonrpc: '2.0',
-      id: 4,
-      method: 'tools/call',
-      params: { name: 'demo_fail', arguments: { kind: 'crash' } },
-    });
+    await server.handshake();
+    server.callTool(2, 'demo_console', {});
+    server.callTool(3, 'demo_echo', { text: 'x' });
+    server.callTool(4, 'demo_fail', { kind: 'crash' });
     await server.waitForResponse(4);
     server.child.stdin.end();
     const [code] = await server.exit;
@@ -159,8 +141,7 @@ describe('stdio process behaviour', () => {
     const file = join(dir, 'token');
     writeFileSync(file, 'tok-7f3a9c-very-secret\n');
     const server = rawServer({ DEMO_TOKEN_FILE: file, GATEHOUSE_LOG_LEVEL: 'debug' });
-    server.send(INITIALIZE);
-    await server.waitForResponse(1);
+    await server.handshake();
     server.child.stdin.end();
     const [code] = await server.exit;
     expect(code).toBe(0);
@@ -181,15 +162,8 @@ describe('stdio process behaviour', () => {
 
   it('finishes an in-flight call on SIGTERM, then exits 0', async () => {
     const server = rawServer();
-    server.send(INITIALIZE);
-    await server.waitForResponse(1);
-    server.send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-    server.send({
-      jsonrpc: '2.0',
-      id: 2,
-      method: 'tools/call',
-      params: { name: 'demo_slow', arguments: { ms: 600 } },
-    });
+    await server.handshake();
+    server.callTool(2, 'demo_slow', { ms: 600 });
     await new Promise((r) => setTimeout(r, 150));
     server.child.kill('SIGTERM');
     const response = (await server.waitForResponse(2)) as {

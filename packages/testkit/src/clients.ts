@@ -19,6 +19,20 @@ export type Era = 'legacy' | 'modern';
 /** The modern revision the harness pins. */
 export const MODERN_REVISION = '2026-07-28';
 
+/** A raw 2025-era `initialize` request, for tests that speak JSON-RPC by hand. */
+export function initializeRequest(id = 1, clientName = 'raw-test'): Record<string, unknown> {
+  return {
+    jsonrpc: '2.0',
+    id,
+    method: 'initialize',
+    params: {
+      protocolVersion: '2025-11-25',
+      capabilities: {},
+      clientInfo: { name: clientName, version: '1.0.0' },
+    },
+  };
+}
+
 /** Options shared by every client the harness builds. */
 export interface ClientOptions {
   era?: Era;

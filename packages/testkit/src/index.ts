@@ -5,6 +5,7 @@ export {
   connectInMemory,
   connectStdio,
   createClient,
+  initializeRequest,
   spawnServer,
 } from './clients.js';
 export type {
