@@ -95,7 +95,9 @@ report(
 );
 report(
   'tools/call no-op, stdio child process',
-  await compareCalls((name) => connectStdio(process.execPath, [scripts[name]], { era: 'legacy' })),
+  await compareCalls((name) =>
+    connectStdio(process.execPath, [scripts[name]], { era: 'legacy', stderr: 'ignore' }),
+  ),
 );
 
 const cold = { bare: [], core: [] };

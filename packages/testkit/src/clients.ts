@@ -104,12 +104,17 @@ export interface StdioConnection extends Connection {
 export async function connectStdio(
   command: string,
   args: readonly string[],
-  options: ClientOptions & { env?: Record<string, string>; cwd?: string } = {},
+  options: ClientOptions & {
+    env?: Record<string, string>;
+    cwd?: string;
+    /** `ignore` sends the server's stderr to /dev/null (benchmarks); default: collected. */
+    stderr?: 'pipe' | 'ignore';
+  } = {},
 ): Promise<StdioConnection> {
   const transport = new StdioClientTransport({
     command,
     args: [...args],
-    stderr: 'pipe',
+    stderr: options.stderr ?? 'pipe',
     ...(options.env === undefined ? {} : { env: options.env }),
     ...(options.cwd === undefined ? {} : { cwd: options.cwd }),
   });
