@@ -10,6 +10,8 @@ import {
   loadConfig,
 } from '@gatehouse/core';
 import { McpServer } from '@modelcontextprotocol/server';
+import { openSync } from 'node:fs';
+import { AuditLog, fdSink } from '@gatehouse/audit';
 import * as z from 'zod';
 
 export function bareFactory() {
@@ -55,9 +57,18 @@ export const coreDefinition = defineServer({
   ],
 });
 
-/** The core factory with a real logger and audit sink writing JSON lines (to /dev/null). */
-export function coreFactory() {
+/** The audit log the benchmarks use: the real hash chain, written to /dev/null. */
+export function devNullAudit() {
+  const fd = openSync('/dev/null', 'a');
+  return new AuditLog({
+    sinks: [fdSink(fd, 'dev-null')],
+    service: { name: 'core', version: '1.0.0' },
+  });
+}
+
+/** The core factory with a real logger and audit trail (hash-chained, to /dev/null). */
+export function coreFactory(audit = devNullAudit()) {
   const config = loadConfig(baseConfigSchema, {});
   const logger = createLogger({ dest: '/dev/null' });
-  return createServerFactory(coreDefinition, createRuntime(config, logger));
+  return createServerFactory(coreDefinition, createRuntime(config, logger, { audit }));
 }

@@ -1,71 +1,176 @@
-import type { Logger } from './logger.js';
-
-/** Why an attempt ended the way it did (DESIGN §4). */
-export type OutcomeReason =
-  | 'ok'
-  | 'tool_error'
-  | 'invalid_params'
-  | 'not_found'
-  | 'denied'
-  | 'rate_limited'
-  | 'timeout'
-  | 'cancelled'
-  | 'upstream_error'
-  | 'internal_error';
-
-/** The MCP methods that produce one audit record per attempt. */
-export type AuditedAction = 'tools/call' | 'resources/read' | 'prompts/get';
+import { randomUUID } from 'node:crypto';
+import { AuditLog, fdSink, fileSink, findChainEnd, loadSigner } from '@gatehouse/audit';
+import type { AuditEntry, LineSink } from '@gatehouse/audit';
+import type { BaseConfig } from './config.js';
+import { scrubSecrets } from './secrets.js';
 
 /**
- * One audit record per attempt, ECS-compatible names. The foundation writes the fields every
- * record needs; the audit issue adds argument hashes, integrity fields and its own sinks.
+ * The pipeline's side of the audit trail (DESIGN §4, docs/audit.md): what a record says about a
+ * call is decided here; integrity (seq, hashes, signed checkpoints) and the sinks live in
+ * `@gatehouse/audit`.
  */
-export interface AuditRecord {
-  '@timestamp': string;
-  event: {
-    id: string;
-    kind: 'event';
-    action: AuditedAction;
-    outcome: 'success' | 'failure';
-    reason: OutcomeReason;
-    /** Nanoseconds, as ECS wants. */
-    duration: number;
-  };
-  service: { name: string; version: string };
-  user: { id: string };
-  gatehouse: {
-    auth_method: string;
-    era: 'legacy' | 'modern';
-    transport: 'stdio' | 'http' | 'memory';
-    /** Tool name, resource URI or prompt name. */
-    name: string;
-    /** SHA-256 of the tool definition the model saw. */
-    definition_hash?: string;
-    policy?: { decision: 'allow' | 'deny'; rule: string };
-    sanitizer_flags?: string[];
-  };
-  client?: { name?: string; version?: string };
-  target?: { resource: string };
-  mcp?: { request_id: string | number; protocol_version?: string };
-  error?: { type: string; message: string };
-  upstream?: { status: number; request_id?: string };
+
+/** Where the pipeline writes records: an `AuditLog`, or anything with the same two members. */
+export interface AuditWriter {
+  append(entry: AuditEntry): unknown;
+  /** Sinks whose last write failed (empty when healthy). */
+  readonly failures: ReadonlyMap<string, Error>;
 }
 
-/** Where audit records go. */
-export interface AuditSink {
-  write(record: AuditRecord): void;
+/** What happens to calls while a sink cannot be written. */
+export type AuditFailureMode = 'refuse_writes' | 'refuse_all' | 'continue';
+
+const MAX_DEPTH = 6;
+const MAX_KEYS = 64;
+const MAX_STRING = 1_000;
+
+/**
+ * The shape of arguments without their values: `{ project: 'string', labels: ['string'] }`.
+ * Shows what the model sent without putting read queries or identifiers in the log.
+ */
+export function argsShape(value: unknown, depth = 0): unknown {
+  if (value === null) return 'null';
+  if (Array.isArray(value))
+    return value.length === 0 ? [] : [depth >= MAX_DEPTH ? '…' : argsShape(value[0], depth + 1)];
+  if (typeof value === 'object') {
+    if (depth >= MAX_DEPTH) return 'object';
+    const keys = Object.keys(value).sort().slice(0, MAX_KEYS);
+    return Object.fromEntries(
+      keys.map((k) => [k, argsShape((value as Record<string, unknown>)[k], depth + 1)]),
+    );
+  }
+  return typeof value;
 }
 
 /**
- * The foundation's sink: one `audit` log line per record on the server's logger (stderr).
- * Records are built field by field from secret-free values, so the sink skips the logger's
- * wildcard redaction, which would otherwise be the largest cost of a call.
+ * The redacted view of arguments, for tools whose definition asks for it (write tools: what was
+ * posted or created is evidence): secrets scrubbed, long strings cut with an honest marker.
  */
-export function loggerAuditSink(logger: Logger): AuditSink {
-  const audit = logger.child({ log: { logger: 'audit' } }, { redact: [] });
+export function redactArgs(value: unknown, depth = 0): unknown {
+  if (typeof value === 'string') {
+    const { text } = scrubSecrets(value);
+    return text.length > MAX_STRING
+      ? `${text.slice(0, MAX_STRING)}…[${text.length - MAX_STRING} more characters]`
+      : text;
+  }
+  if (Array.isArray(value))
+    return depth >= MAX_DEPTH ? '…' : value.slice(0, MAX_KEYS).map((v) => redactArgs(v, depth + 1));
+  if (value !== null && typeof value === 'object') {
+    if (depth >= MAX_DEPTH) return '…';
+    return Object.fromEntries(
+      Object.entries(value)
+        .slice(0, MAX_KEYS)
+        .map(([k, v]) => [k, redactArgs(v, depth + 1)]),
+    );
+  }
+  return value;
+}
+
+/** A safe error message for a record: secrets scrubbed, bounded. */
+export function auditMessage(message: string): string {
+  return scrubSecrets(message).text.slice(0, 1024);
+}
+
+/** The sinks the configuration asks for (default: stderr on stdio, stdout on HTTP). */
+export function auditSinks(config: BaseConfig): LineSink[] {
+  const names =
+    config.GATEHOUSE_AUDIT_SINKS.length > 0
+      ? config.GATEHOUSE_AUDIT_SINKS
+      : [config.GATEHOUSE_TRANSPORT === 'stdio' ? 'stderr' : 'stdout'];
+  return names.map((name) => {
+    if (name === 'stderr') return fdSink(2, 'stderr');
+    if (name === 'stdout') return fdSink(1, 'stdout');
+    return fileSink({
+      path: config.GATEHOUSE_AUDIT_FILE!,
+      maxBytes: config.GATEHOUSE_AUDIT_ROTATE_BYTES,
+      daily: config.GATEHOUSE_AUDIT_ROTATE_DAILY,
+    });
+  });
+}
+
+/**
+ * Opens the process's audit log from the configuration: sinks, signing key, checkpoint interval,
+ * and — with a file sink — the chain position to continue from.
+ */
+export function openAuditLog(
+  config: BaseConfig,
+  service: { name: string; version: string },
+): AuditLog {
+  const resume =
+    config.GATEHOUSE_AUDIT_FILE === undefined
+      ? undefined
+      : findChainEnd(config.GATEHOUSE_AUDIT_FILE);
+  return new AuditLog({
+    sinks: auditSinks(config),
+    service,
+    checkpointEvery: config.GATEHOUSE_AUDIT_CHECKPOINT_EVERY,
+    ...(config.GATEHOUSE_AUDIT_SIGNING_KEY === undefined
+      ? {}
+      : { signer: loadSigner(config.GATEHOUSE_AUDIT_SIGNING_KEY, config.GATEHOUSE_AUDIT_KEY_ID) }),
+    ...(resume === undefined ? {} : { resume }),
+  });
+}
+
+type LifecycleAction =
+  'gatehouse/start' | 'gatehouse/stop' | 'gatehouse/config_refused' | 'gatehouse/auth_failure';
+
+type EventFields = Pick<AuditEntry['event'], 'category' | 'type' | 'reason' | 'outcome'>;
+
+function lifecycleEvent(action: LifecycleAction, failed: boolean): EventFields {
+  switch (action) {
+    case 'gatehouse/start':
+      return { category: ['process'], type: ['start'], reason: 'started', outcome: 'success' };
+    case 'gatehouse/stop':
+      return failed
+        ? {
+            category: ['process'],
+            type: ['end', 'error'],
+            reason: 'internal_error',
+            outcome: 'failure',
+          }
+        : { category: ['process'], type: ['end'], reason: 'stopped', outcome: 'success' };
+    case 'gatehouse/config_refused':
+      return {
+        category: ['configuration'],
+        type: ['error'],
+        reason: 'config_invalid',
+        outcome: 'failure',
+      };
+    case 'gatehouse/auth_failure':
+      return {
+        category: ['authentication'],
+        type: ['denied'],
+        reason: 'auth_failed',
+        outcome: 'failure',
+      };
+  }
+}
+
+/**
+ * A lifecycle record: start (effective config, tool hashes), stop, configuration refused,
+ * authentication failure (written by the HTTP authentication of the guard).
+ */
+export function lifecycleEntry(
+  action: LifecycleAction,
+  details: Record<string, unknown>,
+  options: {
+    outcome?: 'success' | 'failure';
+    user?: string;
+    authMethod?: string;
+    sourceIp?: string;
+  } = {},
+): AuditEntry {
   return {
-    write(record) {
-      audit.info({ audit: record }, 'audit');
+    '@timestamp': new Date().toISOString(),
+    event: {
+      id: randomUUID(),
+      kind: 'event',
+      action,
+      ...lifecycleEvent(action, options.outcome === 'failure'),
     },
+    ...(options.user === undefined ? {} : { user: { id: options.user } }),
+    ...(options.authMethod === undefined ? {} : { auth: { method: options.authMethod } }),
+    ...(options.sourceIp === undefined ? {} : { source: { ip: options.sourceIp } }),
+    gatehouse: details,
   };
 }

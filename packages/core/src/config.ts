@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
+import { loadSigner } from '@gatehouse/audit';
 import * as z from 'zod';
 import { ConfigError } from './errors.js';
 
@@ -107,6 +108,45 @@ export const baseConfigShape = {
     .optional()
     .describe(
       'HMAC key sealing multi-round-trip request state; set the same value on every replica (default: random per process).',
+    ),
+  GATEHOUSE_AUDIT_SINKS: envList
+    .pipe(z.array(z.enum(['stderr', 'stdout', 'file'])))
+    .default([])
+    .describe(
+      'Where audit records go: any of stderr, stdout, file (default: stderr on stdio, stdout on http).',
+    ),
+  GATEHOUSE_AUDIT_FILE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe(
+      'Path of the append-only audit file (with the file sink); rotated files sit beside it.',
+    ),
+  GATEHOUSE_AUDIT_ROTATE_BYTES: envInt(1024, 1024 ** 4)
+    .default(100 * 1024 * 1024)
+    .describe('Rotate the audit file when it would grow past this size.'),
+  GATEHOUSE_AUDIT_ROTATE_DAILY: envBoolean
+    .default(true)
+    .describe('Rotate the audit file when the UTC day changes.'),
+  GATEHOUSE_AUDIT_CHECKPOINT_EVERY: envInt(1, 1_000_000)
+    .default(1000)
+    .describe('Write a (signed) checkpoint after this many records, and always on shutdown.'),
+  GATEHOUSE_AUDIT_SIGNING_KEY: secret(z.string().min(1))
+    .optional()
+    .describe(
+      'Ed25519 private key (PKCS#8 PEM) that signs checkpoints; `gatehouse-audit keygen` makes one.',
+    ),
+  GATEHOUSE_AUDIT_KEY_ID: z
+    .string()
+    .min(1)
+    .max(128)
+    .optional()
+    .describe('Key id written with each signature (default: derived from the public key).'),
+  GATEHOUSE_AUDIT_ON_FAILURE: z
+    .enum(['refuse_writes', 'refuse_all', 'continue'])
+    .default('refuse_writes')
+    .describe(
+      'When an audit sink cannot be written: refuse write tools (default), refuse every tool, or continue.',
     ),
   GATEHOUSE_PRINCIPAL: z
     .string()
@@ -224,6 +264,29 @@ export function loadConfig<S extends z.ZodObject>(
           `GATEHOUSE_ALLOWED_ORIGINS: "${origin}" is not an origin (expected scheme://host[:port], no path)`,
         );
       }
+    }
+  }
+  const sinks = base.GATEHOUSE_AUDIT_SINKS;
+  if (sinks.includes('file') && base.GATEHOUSE_AUDIT_FILE === undefined) {
+    problems.push('GATEHOUSE_AUDIT_FILE: required when GATEHOUSE_AUDIT_SINKS includes file');
+  }
+  if (base.GATEHOUSE_AUDIT_FILE !== undefined && !sinks.includes('file')) {
+    problems.push(
+      'GATEHOUSE_AUDIT_SINKS: add file to write to GATEHOUSE_AUDIT_FILE (it is set but unused)',
+    );
+  }
+  if (sinks.includes('stdout') && base.GATEHOUSE_TRANSPORT === 'stdio') {
+    problems.push(
+      'GATEHOUSE_AUDIT_SINKS: stdout carries the protocol on the stdio transport; use stderr or file',
+    );
+  }
+  if (base.GATEHOUSE_AUDIT_SIGNING_KEY !== undefined) {
+    try {
+      loadSigner(base.GATEHOUSE_AUDIT_SIGNING_KEY);
+    } catch {
+      problems.push(
+        'GATEHOUSE_AUDIT_SIGNING_KEY: not an Ed25519 private key in PKCS#8 PEM form (hidden: secret)',
+      );
     }
   }
   if (problems.length > 0) throw new ConfigError(problems);

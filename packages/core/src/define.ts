@@ -98,6 +98,12 @@ export interface ToolDefinition<
   target?(args: z.output<I>): string | undefined;
   /** Per-call deadline; defaults to `GATEHOUSE_TOOL_TIMEOUT_MS`. */
   deadlineMs?: number;
+  /**
+   * What the audit record keeps of the arguments: `shape` (default: structure and SHA-256 only)
+   * or `redacted` (also the values, secrets scrubbed, long strings cut) — for write tools, whose
+   * content is evidence.
+   */
+  auditArgs?: 'shape' | 'redacted';
   // Method syntax: a ToolDefinition<I, O> stays assignable to the erased ToolDefinition.
   handler(args: z.output<I>, ctx: ToolContext): Promise<ToolHandlerResult<O>>;
 }

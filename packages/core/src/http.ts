@@ -6,7 +6,7 @@ import {
   localhostAllowedHostnames,
   validateHostHeader,
 } from '@modelcontextprotocol/server';
-import type { McpServerFactory } from '@modelcontextprotocol/server';
+import type { AuthInfo, McpServerFactory } from '@modelcontextprotocol/server';
 import { isLoopbackHost } from './config.js';
 import type { ReadyResult } from './define.js';
 import type { Logger } from './logger.js';
@@ -150,7 +150,12 @@ export async function startHttpServer(
         if (inflight === 0) idleWaiter?.();
       });
     }
-    await nodeHandler(req as Parameters<typeof nodeHandler>[0], res);
+    // The SDK passes `auth` through to handlers untouched; the audit trail reads the peer address
+    // from it. (Authentication, when configured, fills in the rest of it.)
+    const withAuth = req as IncomingMessage & { auth?: AuthInfo };
+    withAuth.auth ??= { token: '', clientId: '', scopes: [] };
+    withAuth.auth.extra = { ...withAuth.auth.extra, sourceIp: req.socket.remoteAddress };
+    await nodeHandler(withAuth as Parameters<typeof nodeHandler>[0], res);
   };
 
   const server = createServer((req, res) => {

@@ -1,8 +1,15 @@
 /**
  * `@gatehouse/core`: the shared runtime of every Gatehouse MCP server. Named exports only.
  */
-export { loggerAuditSink } from './audit.js';
-export type { AuditRecord, AuditSink, AuditedAction, OutcomeReason } from './audit.js';
+export {
+  argsShape,
+  auditMessage,
+  auditSinks,
+  lifecycleEntry,
+  openAuditLog,
+  redactArgs,
+} from './audit.js';
+export type { AuditFailureMode, AuditWriter } from './audit.js';
 export {
   baseConfigSchema,
   baseConfigShape,
@@ -54,6 +61,7 @@ export type { AuthMethod, Principal } from './principal.js';
 export { EXIT, createRuntime, runServer } from './run.js';
 export type { RunServerOptions, RunningServer } from './run.js';
 export { sanitizeDeep, sanitizeText } from './sanitize.js';
+export { scrubSecrets } from './secrets.js';
 export type { SanitizeFlag, Sanitized } from './sanitize.js';
 export {
   CancelledError,
@@ -61,6 +69,5 @@ export {
   InflightTracker,
   ShutdownError,
   createServerFactory,
-  sha256Canonical,
 } from './server.js';
 export type { Runtime } from './server.js';

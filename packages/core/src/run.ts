@@ -1,11 +1,12 @@
 import { userInfo } from 'node:os';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type * as z from 'zod';
-import { loggerAuditSink } from './audit.js';
-import type { AuditSink } from './audit.js';
+import { fdSink, AuditLog } from '@gatehouse/audit';
+import { lifecycleEntry, openAuditLog } from './audit.js';
+import type { AuditWriter } from './audit.js';
 import { loadConfig, redactConfig, secretKeys } from './config.js';
 import type { BaseConfig } from './config.js';
-import type { ServerDefinition } from './define.js';
+import type { ReadyResult, ServerDefinition } from './define.js';
 import { ConfigError } from './errors.js';
 import { startHttpServer } from './http.js';
 import type { RunningHttpServer } from './http.js';
@@ -14,7 +15,7 @@ import type { Logger } from './logger.js';
 import { createToolPolicy, unknownToolNames } from './policy.js';
 import { ANONYMOUS, localPrincipal } from './principal.js';
 import type { Principal } from './principal.js';
-import { InflightTracker, createServerFactory } from './server.js';
+import { InflightTracker, createServerFactory, describeTools } from './server.js';
 import type { Runtime } from './server.js';
 
 /** Options of {@link runServer}. */
@@ -28,6 +29,8 @@ export interface RunServerOptions<S extends z.ZodObject> {
   ) => ServerDefinition | Promise<ServerDefinition>;
   /** Environment to read; defaults to `process.env`. */
   env?: Readonly<Record<string, string | undefined>>;
+  /** Name and version for the record of a refused configuration (before the definition exists). */
+  service?: { name: string; version: string };
 }
 
 /** A running server, as returned by {@link runServer}. */
@@ -46,14 +49,15 @@ export const EXIT = { ok: 0, failure: 1, config: 2 } as const;
 export function createRuntime(
   config: BaseConfig,
   logger: Logger,
-  options: { audit?: AuditSink; inflight?: InflightTracker } = {},
+  options: { audit: AuditWriter; inflight?: InflightTracker },
 ): Runtime {
   const operator = localPrincipal(config.GATEHOUSE_PRINCIPAL ?? `local:${userInfo().username}`);
   const transport = config.GATEHOUSE_TRANSPORT;
   return {
     logger,
     policy: createToolPolicy(config),
-    audit: options.audit ?? loggerAuditSink(logger),
+    audit: options.audit,
+    auditFailureMode: config.GATEHOUSE_AUDIT_ON_FAILURE,
     transport,
     toolTimeoutMs: config.GATEHOUSE_TOOL_TIMEOUT_MS,
     principal: (): Principal => (transport === 'stdio' ? operator : ANONYMOUS),
@@ -79,6 +83,19 @@ export async function runServer<S extends z.ZodObject>(
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
+    // The refusal is an audit event too; its sink cannot come from the refused config: stderr.
+    const refusal = new AuditLog({
+      sinks: [fdSink(2, 'stderr')],
+      service: options.service ?? { name: 'gatehouse', version: 'unknown' },
+    });
+    refusal.append(
+      lifecycleEntry(
+        'gatehouse/config_refused',
+        { problems: error.problems },
+        { outcome: 'failure' },
+      ),
+    );
+    refusal.close();
     process.exitCode = EXIT.config;
     return undefined;
   }
@@ -105,9 +122,23 @@ export async function runServer<S extends z.ZodObject>(
   }
 
   const log = logger.child({ service: { name: definition.name, version: definition.version } });
+  let audit: AuditLog;
+  try {
+    audit = openAuditLog(base, { name: definition.name, version: definition.version });
+  } catch (error) {
+    log.fatal({ err: error }, 'the audit trail could not be opened');
+    await definition.close?.();
+    process.exitCode = EXIT.failure;
+    return undefined;
+  }
   const inflight = new InflightTracker();
-  const runtime = createRuntime(base, log, { inflight });
+  const runtime = createRuntime(base, log, { audit, inflight });
   const factory = createServerFactory(definition, runtime);
+  const ready = async (): Promise<ReadyResult> => {
+    if (audit.failures.size > 0)
+      return { ready: false, detail: 'the audit trail cannot be written' };
+    return definition.ready ? definition.ready() : { ready: true };
+  };
 
   let http: RunningHttpServer | undefined;
   let stdio: { close(): Promise<void> } | undefined;
@@ -130,7 +161,7 @@ export async function runServer<S extends z.ZodObject>(
         allowedOrigins: base.GATEHOUSE_ALLOWED_ORIGINS,
         maxBodyBytes: base.GATEHOUSE_MAX_BODY_BYTES,
         logger: log,
-        ...(definition.ready === undefined ? {} : { ready: definition.ready }),
+        ready,
       });
     } catch (error) {
       log.fatal({ err: error }, 'could not listen');
@@ -141,16 +172,35 @@ export async function runServer<S extends z.ZodObject>(
   }
 
   const policy = runtime.policy;
+  const effectiveConfig = redactConfig(options.schema, config);
+  const tools = describeTools(definition).map((t) => ({
+    ...t,
+    enabled: policy.toolVisible(
+      definition.tools.find((d) => d.name === t.name)!,
+      ANONYMOUS,
+    ).allow,
+  }));
+  audit.append(
+    lifecycleEntry('gatehouse/start', {
+      config: effectiveConfig,
+      tools,
+      node: process.version,
+      ...(http === undefined ? {} : { url: http.url.href }),
+    }),
+  );
   log.info(
     {
-      config: redactConfig(options.schema, config),
-      tools: definition.tools
-        .filter((t) => policy.toolVisible(t, ANONYMOUS).allow)
-        .map((t) => t.name),
+      config: effectiveConfig,
+      tools: tools.filter((t) => t.enabled).map((t) => t.name),
+      audit: { stream: audit.stream, sinks: base.GATEHOUSE_AUDIT_SINKS },
       ...(http === undefined ? {} : { url: http.url.href }),
     },
     'server started',
   );
+  const closeAudit = (details: Record<string, unknown>, failed = false): void => {
+    audit.append(lifecycleEntry('gatehouse/stop', details, failed ? { outcome: 'failure' } : {}));
+    audit.close();
+  };
 
   let stopping: Promise<number> | undefined;
   const shutdown = (reason: string): Promise<number> => {
@@ -169,6 +219,7 @@ export async function runServer<S extends z.ZodObject>(
       } catch (error) {
         log.error({ err: error }, 'closing upstream clients failed');
       }
+      closeAudit({ reason, drained });
       log.info({ drained }, drained ? 'stopped' : 'stopped after the drain deadline');
       logger.flush();
       return drained ? EXIT.ok : EXIT.failure;
@@ -189,6 +240,8 @@ export async function runServer<S extends z.ZodObject>(
   }
   process.on('uncaughtException', (error) => {
     log.fatal({ err: error }, 'uncaught exception');
+    // Close the chain on the way down: every record so far is on disk, and the end is signed.
+    closeAudit({ reason: 'crash', error: error.name }, true);
     logger.flush();
     process.exit(EXIT.failure);
   });

@@ -1,12 +1,14 @@
+import { scrubSecrets } from './secrets.js';
+
 /**
- * The sanitise stage: every text that leaves a server passes here. This is the foundation's
- * minimal real version — control characters, ANSI escapes, bidi controls, stray Unicode tags
- * and zero-width spaces are removed. The guard issue extends it (entity-decoding second pass,
- * secret scrubbing, size budgets, untrusted-content framing) behind the same functions.
+ * The sanitise stage: every text that leaves a server passes here. Control characters, ANSI
+ * escapes, bidi controls, stray Unicode tags and zero-width spaces are removed, and known secret
+ * formats are scrubbed (the scrubber the audit trail shares). The guard issue extends it
+ * (entity-decoding second pass, size budgets, untrusted-content framing) behind the same functions.
  */
 
-/** Which kinds of characters were removed, for the audit record. */
-export type SanitizeFlag = 'ansi' | 'control' | 'bidi' | 'tag' | 'zero_width';
+/** What was removed, for the audit record. */
+export type SanitizeFlag = 'ansi' | 'control' | 'bidi' | 'tag' | 'zero_width' | 'secret';
 
 /* eslint-disable no-control-regex -- these patterns exist to match control characters */
 // CSI, OSC and two-character escape sequences.
@@ -29,8 +31,10 @@ export interface Sanitized {
 
 /** Sanitises one string, reporting what it removed. */
 export function sanitizeText(input: string, flags: Set<SanitizeFlag> = new Set()): Sanitized {
-  let text = input;
-  // Fast path: printable ASCII plus tab/newline needs no work.
+  const scrubbed = scrubSecrets(input);
+  let text = scrubbed.text;
+  if (scrubbed.kinds.length > 0) flags.add('secret');
+  // Fast path: printable ASCII plus tab/newline needs no more work.
   // eslint-disable-next-line no-control-regex
   if (!/[^\u0009\u000a\u000d\u0020-\u007e]/.test(text)) return { text, flags };
   const strip = (re: RegExp, flag: SanitizeFlag): void => {
@@ -52,13 +56,20 @@ export function sanitizeText(input: string, flags: Set<SanitizeFlag> = new Set()
   return { text, flags };
 }
 
+/** Base64 payloads (image/audio `data`, resource `blob`) are binary: left as they are. */
+function isBinaryField(parent: Record<string, unknown>, key: string): boolean {
+  return key === 'blob' || (key === 'data' && (parent.type === 'image' || parent.type === 'audio'));
+}
+
 /** Sanitises every string inside a JSON-like value (structured content, messages). */
 export function sanitizeDeep<T>(value: T, flags: Set<SanitizeFlag>): T {
   if (typeof value === 'string') return sanitizeText(value, flags).text as T;
   if (Array.isArray(value)) return value.map((v: unknown) => sanitizeDeep(v, flags)) as T;
   if (value !== null && typeof value === 'object') {
+    const parent = value as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(value)) out[k] = sanitizeDeep(v, flags);
+    for (const [k, v] of Object.entries(parent))
+      out[k] = isBinaryField(parent, k) ? v : sanitizeDeep(v, flags);
     return out as T;
   }
   return value;

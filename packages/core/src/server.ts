@@ -1,4 +1,6 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { sha256Canonical } from '@gatehouse/audit';
+import type { AuditEntry, OutcomeReason } from '@gatehouse/audit';
 import {
   createRequestStateCodec,
   CLIENT_INFO_META_KEY,
@@ -13,7 +15,6 @@ import {
 import type {
   CallToolResult,
   ContentBlock,
-  GetPromptResult,
   McpRequestContext,
   ReadResourceResult,
   ServerCapabilities,
@@ -21,7 +22,8 @@ import type {
   Tool,
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
-import type { AuditRecord, AuditSink, AuditedAction, OutcomeReason } from './audit.js';
+import { argsShape, auditMessage, redactArgs } from './audit.js';
+import type { AuditFailureMode, AuditWriter } from './audit.js';
 import type {
   PromptDefinition,
   RequestContext,
@@ -45,7 +47,9 @@ import type { SanitizeFlag } from './sanitize.js';
 export interface Runtime {
   readonly logger: Logger;
   readonly policy: Policy;
-  readonly audit: AuditSink;
+  readonly audit: AuditWriter;
+  /** What happens to calls while the audit trail cannot be written (default refuse_writes). */
+  readonly auditFailureMode?: AuditFailureMode;
   readonly transport: 'stdio' | 'http' | 'memory';
   /** Default tool deadline in milliseconds. */
   readonly toolTimeoutMs: number;
@@ -146,22 +150,6 @@ interface PreparedTemplate {
   readonly template: UriTemplate;
 }
 
-function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
-  }
-  return JSON.stringify(value);
-}
-
-/** SHA-256 (hex) of the canonical JSON of a value. */
-export function sha256Canonical(value: unknown): string {
-  return createHash('sha256').update(canonicalJson(value)).digest('hex');
-}
-
 function prepareTool(definition: ToolDefinition): PreparedTool {
   const listing: Tool = {
     name: definition.name,
@@ -176,6 +164,38 @@ function prepareTool(definition: ToolDefinition): PreparedTool {
     });
   }
   return { definition, listing, hash: sha256Canonical(listing) };
+}
+
+/** What the audit keeps of a result: its size, item count and hash, never its content. */
+function summarize(result: unknown): {
+  bytes: number;
+  items: number;
+  sha256: string;
+  input_required?: boolean;
+} {
+  const r = result as {
+    content?: unknown[];
+    contents?: unknown[];
+    messages?: unknown[];
+    resultType?: string;
+  };
+  return {
+    bytes: Buffer.byteLength(JSON.stringify(result)),
+    items: (r.content ?? r.contents ?? r.messages ?? []).length,
+    sha256: sha256Canonical(result),
+    ...(r.resultType === 'input_required' ? { input_required: true } : {}),
+  };
+}
+
+/** Name, access class and definition hash of every tool (for the start record). */
+export function describeTools(
+  definition: ServerDefinition,
+): Array<{ name: string; access: 'read' | 'write'; definition_hash: string }> {
+  return definition.tools.map((t) => ({
+    name: t.name,
+    access: t.access,
+    definition_hash: prepareTool(t).hash,
+  }));
 }
 
 function errorType(error: unknown): string {
@@ -272,6 +292,7 @@ export function createServerFactory(
     ...(definition.title === undefined ? {} : { title: definition.title }),
   };
   const { logger, policy, audit } = runtime;
+  const failureMode = runtime.auditFailureMode ?? 'refuse_writes';
   const stateCodec = createRequestStateCodec({
     key: runtime.stateKey ?? randomBytes(32),
     ttlSeconds: 600,
@@ -292,20 +313,36 @@ export function createServerFactory(
     const visible = (tool: PreparedTool): Decision =>
       policy.toolVisible(tool.definition, principal);
 
-    /** Builds and writes the one audit record of an attempt. */
-    const writeAudit = (
+    type Action = 'tools/call' | 'resources/read' | 'prompts/get';
+    interface Attempt {
+      action: Action;
+      name: string;
+      eventId: string;
+      startedAt: string;
+      startedNs: bigint;
+      args?: unknown;
+      tool?: PreparedTool;
+    }
+    const begin = (action: Action, name: string, args?: unknown): Attempt => ({
+      action,
+      name,
+      eventId: randomUUID(),
+      startedAt: new Date().toISOString(),
+      startedNs: process.hrtime.bigint(),
+      ...(args === undefined ? {} : { args }),
+    });
+
+    /** Builds and writes the one audit record of an attempt, once its outcome is known. */
+    const finish = (
       sctx: ServerContext,
-      action: AuditedAction,
-      name: string,
-      eventId: string,
-      startedNs: bigint,
+      attempt: Attempt,
       reason: OutcomeReason,
       extra: {
         target?: string | undefined;
-        hash?: string;
         decision?: Decision;
         flags?: ReadonlySet<SanitizeFlag>;
         error?: unknown;
+        result?: unknown;
       } = {},
     ): void => {
       const envelope = sctx.mcpReq.envelope as Record<string, unknown> | undefined;
@@ -317,76 +354,127 @@ export function createServerFactory(
         era === 'modern'
           ? (envelope?.[PROTOCOL_VERSION_META_KEY] as string | undefined)
           : server.getNegotiatedProtocolVersion();
-      const record: AuditRecord = {
+      const tool = attempt.tool?.definition;
+      const types: AuditEntry['event']['type'] = [tool?.access === 'write' ? 'change' : 'access'];
+      if (reason === 'denied' || reason === 'audit_unavailable') types.push('denied');
+      else if (reason !== 'ok') types.push('error');
+      const request = sctx.http?.req;
+      const sourceIp = (sctx.http?.authInfo?.extra as { sourceIp?: unknown } | undefined)?.sourceIp;
+      const userAgent = request?.headers.get('user-agent');
+      const entry: AuditEntry = {
         '@timestamp': new Date().toISOString(),
         event: {
-          id: eventId,
+          id: attempt.eventId,
           kind: 'event',
-          action,
+          category: ['api'],
+          type: types,
+          action: attempt.action,
           outcome: reason === 'ok' ? 'success' : 'failure',
           reason,
-          duration: Number(process.hrtime.bigint() - startedNs),
+          start: attempt.startedAt,
+          duration: Number(process.hrtime.bigint() - attempt.startedNs),
         },
-        service: { name: definition.name, version: definition.version },
         user: { id: principal.id },
-        gatehouse: {
-          auth_method: principal.authMethod,
-          era,
-          transport: runtime.transport,
-          name: sanitizeText(name).text.slice(0, 256),
-          ...(extra.hash === undefined ? {} : { definition_hash: extra.hash }),
-          ...(extra.decision === undefined
+        auth: {
+          method: principal.authMethod,
+          ...(principal.credentialId === undefined
             ? {}
-            : {
-                policy: {
-                  decision: extra.decision.allow ? 'allow' : 'deny',
-                  rule: extra.decision.rule,
-                },
-              }),
-          ...(extra.flags && extra.flags.size > 0
-            ? { sanitizer_flags: [...extra.flags].sort() }
-            : {}),
-        },
-        mcp: {
-          request_id: sctx.mcpReq.id,
-          ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }),
+            : { credential_id: principal.credentialId }),
         },
         ...(clientInfo === undefined
           ? {}
           : {
               client: {
-                ...(clientInfo.name === undefined ? {} : { name: clientInfo.name.slice(0, 128) }),
+                ...(clientInfo.name === undefined
+                  ? {}
+                  : { name: auditMessage(clientInfo.name).slice(0, 128) }),
                 ...(clientInfo.version === undefined
                   ? {}
-                  : { version: clientInfo.version.slice(0, 64) }),
+                  : { version: auditMessage(clientInfo.version).slice(0, 64) }),
               },
             }),
-        ...(extra.target === undefined ? {} : { target: { resource: extra.target } }),
+        ...(typeof sourceIp === 'string' ? { source: { ip: sourceIp } } : {}),
+        ...(userAgent ? { user_agent: { original: auditMessage(userAgent).slice(0, 512) } } : {}),
+        mcp: {
+          request_id: sctx.mcpReq.id,
+          ...(protocolVersion === undefined ? {} : { protocol_version: protocolVersion }),
+          era,
+          transport: runtime.transport,
+          name: sanitizeText(attempt.name).text.slice(0, 512),
+        },
+        ...(tool === undefined
+          ? {}
+          : {
+              tool: {
+                name: tool.name,
+                definition_hash: attempt.tool!.hash,
+                access: tool.access,
+                read_only: tool.annotations.readOnlyHint,
+              },
+            }),
+        ...(extra.target === undefined
+          ? {}
+          : { target: { resource: sanitizeText(extra.target).text } }),
+        ...(attempt.args === undefined
+          ? {}
+          : {
+              args: {
+                shape: argsShape(attempt.args),
+                sha256: sha256Canonical(attempt.args),
+                ...(tool?.auditArgs === 'redacted' ? { redacted: redactArgs(attempt.args) } : {}),
+              },
+            }),
+        ...(extra.result === undefined ? {} : { result: summarize(extra.result) }),
+        ...(extra.decision === undefined
+          ? {}
+          : {
+              policy: {
+                decision: extra.decision.allow ? 'allow' : 'deny',
+                rule: extra.decision.rule,
+              },
+            }),
+        ...(extra.flags && extra.flags.size > 0
+          ? { sanitizer: { flags: [...extra.flags].sort() } }
+          : {}),
       };
       const err = extra.error;
       if (err !== undefined) {
-        record.error = {
+        entry.error = {
           type: errorType(err),
-          message: sanitizeText(
-            err instanceof UpstreamError
-              ? err.toolMessage()
-              : err instanceof Error
-                ? err.message
-                : JSON.stringify(err),
-          ).text.slice(0, 1024),
+          message: auditMessage(
+            sanitizeText(
+              err instanceof UpstreamError
+                ? err.toolMessage()
+                : err instanceof Error
+                  ? err.message
+                  : JSON.stringify(err),
+            ).text,
+          ),
         };
         if (err instanceof UpstreamError) {
-          record.upstream = {
+          entry.upstream = {
             status: err.status,
             ...(err.requestId === undefined ? {} : { request_id: err.requestId }),
+            ...(err.retryAfterSeconds === undefined
+              ? {}
+              : { retry_after_s: err.retryAfterSeconds }),
           };
         }
       }
       try {
-        audit.write(record);
+        audit.append(entry);
       } catch (writeError) {
-        logger.error({ err: writeError, eventId }, 'audit sink failed');
+        logger.error({ err: writeError, eventId: attempt.eventId }, 'audit trail failed');
       }
+    };
+
+    /** Why calls are refused while the audit trail cannot be written, if they are. */
+    const auditRefusal = (tool: ToolDefinition): string | undefined => {
+      if (audit.failures.size === 0 || failureMode === 'continue') return undefined;
+      if (failureMode === 'refuse_writes' && tool.access !== 'write') return undefined;
+      const [sink, error] = [...audit.failures.entries()][0]!;
+      const code = (error as NodeJS.ErrnoException).code ?? error.name;
+      return `Refused: the audit trail cannot be written (${sink}: ${code}), so ${failureMode === 'refuse_all' ? 'no tool runs' : 'write tools are disabled'} until it recovers. Nothing was changed; tell the operator.`;
     };
 
     const requestContextFor = (
@@ -425,34 +513,39 @@ export function createServerFactory(
     });
 
     server.setRequestHandler('tools/call', async (request, sctx) => {
-      const started = process.hrtime.bigint();
-      const eventId = randomUUID();
       const name = request.params.name;
+      const attempt = begin('tools/call', name, request.params.arguments ?? {});
+      const { eventId } = attempt;
       const prepared = toolsByName.get(name);
       if (prepared === undefined) {
-        writeAudit(sctx, 'tools/call', name, eventId, started, 'not_found');
+        finish(sctx, attempt, 'not_found');
         throw unknownName('tool', name);
       }
+      attempt.tool = prepared;
       const tool = prepared.definition;
       const decision = visible(prepared);
       if (!decision.allow) {
         // Not listed, so not callable: answer exactly as for a tool that does not exist.
-        writeAudit(sctx, 'tools/call', name, eventId, started, 'denied', {
-          hash: prepared.hash,
-          decision,
-        });
+        finish(sctx, attempt, 'denied', { decision });
         throw unknownName('tool', name);
+      }
+      const refusal = auditRefusal(tool);
+      if (refusal !== undefined) {
+        const refused = toolErrorResult(refusal);
+        finish(sctx, attempt, 'audit_unavailable', { decision, result: refused });
+        return refused;
       }
 
       const parsed = tool.input.safeParse(request.params.arguments ?? {});
       if (!parsed.success) {
         const text = `Invalid arguments for ${name}:\n${z.prettifyError(parsed.error)}`;
-        writeAudit(sctx, 'tools/call', name, eventId, started, 'invalid_params', {
-          hash: prepared.hash,
+        const invalid = toolErrorResult(text);
+        finish(sctx, attempt, 'invalid_params', {
           decision,
           error: new ToolError(text, { code: 'invalid_params' }),
+          result: invalid,
         });
-        return toolErrorResult(text);
+        return invalid;
       }
       const args = parsed.data;
       let target: string | undefined;
@@ -495,12 +588,9 @@ export function createServerFactory(
         );
         finished = true;
         if (isInputRequiredResult(result)) {
-          writeAudit(sctx, 'tools/call', name, eventId, started, 'ok', {
-            target,
-            hash: prepared.hash,
-            decision,
-          });
-          return sanitizeDeep(result, flags);
+          const clean = sanitizeDeep(result, flags);
+          finish(sctx, attempt, 'ok', { target, decision, flags, result: clean });
+          return clean;
         }
         let callResult: CallToolResult;
         if (typeof result === 'string') {
@@ -525,23 +615,12 @@ export function createServerFactory(
         } else {
           callResult = { content: sanitizeDeep(result.content, flags) };
         }
-        writeAudit(sctx, 'tools/call', name, eventId, started, 'ok', {
-          target,
-          hash: prepared.hash,
-          decision,
-          flags,
-        });
+        finish(sctx, attempt, 'ok', { target, decision, flags, result: callResult });
         return server.projectCallToolResult(callResult, prepared.listing.outputSchema);
       } catch (error) {
         finished = true;
         const { reason, result } = classifyToolFailure(error, tool, eventId, logger);
-        writeAudit(sctx, 'tools/call', name, eventId, started, reason, {
-          target,
-          hash: prepared.hash,
-          decision,
-          flags,
-          error,
-        });
+        finish(sctx, attempt, reason, { target, decision, flags, error, result });
         if (result === undefined) throw error;
         return result;
       } finally {
@@ -594,12 +673,12 @@ export function createServerFactory(
       });
 
       server.setRequestHandler('resources/read', async (request, sctx) => {
-        const started = process.hrtime.bigint();
-        const eventId = randomUUID();
         const uri = request.params.uri;
+        const attempt = begin('resources/read', uri);
+        const { eventId } = attempt;
         const normalized = normalizeUri(uri);
         if (normalized === undefined) {
-          writeAudit(sctx, 'resources/read', uri, eventId, started, 'invalid_params');
+          finish(sctx, attempt, 'invalid_params');
           throw new ProtocolError(
             ProtocolErrorCode.InvalidParams,
             'Invalid resource URI: expected an absolute URI',
@@ -625,7 +704,7 @@ export function createServerFactory(
           }
         }
         if (read === undefined) {
-          writeAudit(sctx, 'resources/read', uri, eventId, started, 'not_found');
+          finish(sctx, attempt, 'not_found');
           throw new ResourceNotFoundError(uri);
         }
         const done = runtime.inflight?.enter();
@@ -635,18 +714,18 @@ export function createServerFactory(
             read(requestContextFor(sctx, eventId, signal)),
           );
           if (body === undefined) {
-            writeAudit(sctx, 'resources/read', uri, eventId, started, 'not_found', { target });
+            finish(sctx, attempt, 'not_found', { target });
             throw new ResourceNotFoundError(uri);
           }
           const contents = contentFromBody(uri, body).map((c) =>
             'text' in c ? { ...c, text: sanitizeText(c.text, flags).text } : c,
           );
-          writeAudit(sctx, 'resources/read', uri, eventId, started, 'ok', { target, flags });
+          finish(sctx, attempt, 'ok', { target, flags, result: { contents } });
           return { contents };
         } catch (error) {
           if (error instanceof ResourceNotFoundError) throw error;
           throw protocolFailure(error, 'resources/read', uri, eventId, logger, (reason) =>
-            writeAudit(sctx, 'resources/read', uri, eventId, started, reason, { target, error }),
+            finish(sctx, attempt, reason, { target, error }),
           );
         } finally {
           releaseAfterResponse(done);
@@ -674,19 +753,17 @@ export function createServerFactory(
       });
 
       server.setRequestHandler('prompts/get', async (request, sctx) => {
-        const started = process.hrtime.bigint();
-        const eventId = randomUUID();
         const name = request.params.name;
+        const attempt = begin('prompts/get', name, request.params.arguments ?? {});
+        const { eventId } = attempt;
         const prompt = prompts.get(name);
         if (prompt === undefined) {
-          writeAudit(sctx, 'prompts/get', name, eventId, started, 'not_found');
+          finish(sctx, attempt, 'not_found');
           throw unknownName('prompt', name);
         }
         const problem = checkPromptArguments(prompt, request.params.arguments ?? {});
         if (problem !== undefined) {
-          writeAudit(sctx, 'prompts/get', name, eventId, started, 'invalid_params', {
-            error: new ToolError(problem),
-          });
+          finish(sctx, attempt, 'invalid_params', { error: new ToolError(problem) });
           throw new ProtocolError(ProtocolErrorCode.InvalidParams, problem);
         }
         const done = runtime.inflight?.enter();
@@ -698,13 +775,12 @@ export function createServerFactory(
               requestContextFor(sctx, eventId, signal),
             ),
           );
-          writeAudit(sctx, 'prompts/get', name, eventId, started, 'ok', { flags });
-          if (isInputRequiredResult(result)) return sanitizeDeep(result, flags);
-          const body: GetPromptResult = Array.isArray(result) ? { messages: result } : result;
-          return sanitizeDeep(body, flags);
+          const body = sanitizeDeep(Array.isArray(result) ? { messages: result } : result, flags);
+          finish(sctx, attempt, 'ok', { flags, result: body });
+          return body;
         } catch (error) {
           throw protocolFailure(error, 'prompts/get', name, eventId, logger, (reason) =>
-            writeAudit(sctx, 'prompts/get', name, eventId, started, reason, { error }),
+            finish(sctx, attempt, reason, { error }),
           );
         } finally {
           releaseAfterResponse(done);

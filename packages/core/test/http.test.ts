@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { connectHttp, initializeRequest, spawnServer } from '@gatehouse/testkit';
 import type { Era, ServerProcess } from '@gatehouse/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { expectSchemaValid } from './schema.ts';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
 
@@ -80,16 +81,23 @@ describe('Streamable HTTP', () => {
     } finally {
       await close();
     }
-    const audit = await server.waitForLog(
-      (l) =>
-        l.msg === 'audit' &&
-        (l.audit as any).gatehouse.era === era &&
-        (l.audit as any).gatehouse.name === 'demo_echo',
-    );
-    expect(audit.audit).toMatchObject({
+    // On HTTP the audit trail goes to stdout by default (the container log).
+    await expect
+      .poll(() =>
+        server.auditRecords().some((r) => r.mcp?.era === era && r.mcp?.name === 'demo_echo'),
+      )
+      .toBe(true);
+    const record = server
+      .auditRecords()
+      .find((r) => r.mcp?.era === era && r.mcp?.name === 'demo_echo')!;
+    expect(record).toMatchObject({
       user: { id: 'anonymous' },
-      gatehouse: { transport: 'http', auth_method: 'none' },
+      auth: { method: 'none' },
+      mcp: { transport: 'http' },
+      source: { ip: '127.0.0.1' },
     });
+    expect(record.user_agent.original).toBeTruthy();
+    expectSchemaValid(server.auditRecords());
   });
 
   it('rejects a foreign Origin with 403 and accepts localhost and configured origins', async () => {
@@ -204,9 +212,13 @@ describe('HTTP lifecycle', () => {
     expect(await server.exited()).toBe(0);
     const stopped = await server.waitForLog((l) => l.msg === 'stopped');
     expect(stopped.drained).toBe(true);
-    expect(
-      server.logs.some((l) => l.msg === 'audit' && (l.audit as any).gatehouse.name === 'demo_slow'),
-    ).toBe(true);
+    const records = server.auditRecords();
+    expect(records.some((r) => r.mcp?.name === 'demo_slow' && r.event.reason === 'ok')).toBe(true);
+    // The trail ends closed: a stop record, then the closing checkpoint.
+    expect(records.slice(-2).map((r) => r.event.action)).toEqual([
+      'gatehouse/stop',
+      'audit/checkpoint',
+    ]);
   });
 
   it('stops calls that outlive the drain deadline with a tool error, and says so in the exit code', async () => {
@@ -224,10 +236,8 @@ describe('HTTP lifecycle', () => {
     expect((result.content as Array<{ text: string }>)[0]!.text).toContain('shutting down');
     await close();
     expect(await server.exited()).toBe(1);
-    const audit = server.logs.find(
-      (l) => l.msg === 'audit' && (l.audit as any).gatehouse.name === 'demo_slow',
-    );
-    expect((audit!.audit as any).event.reason).toBe('cancelled');
+    const record = server.auditRecords().find((r) => r.mcp?.name === 'demo_slow');
+    expect(record!.event.reason).toBe('cancelled');
   });
 
   it('refuses to listen unauthenticated beyond loopback', async () => {

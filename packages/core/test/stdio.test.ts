@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { connectStdio, initializeRequest } from '@gatehouse/testkit';
 import type { Era } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
+import { expectSchemaValid } from './schema.ts';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
 
@@ -69,14 +70,19 @@ describe.each<Era>(['legacy', 'modern'])('stdio with a real client (%s era)', (e
         arguments: { text: 'over a pipe' },
       });
       expect(result.content).toEqual([{ type: 'text', text: 'over a pipe' }]);
-      await expect
-        .poll(() => connection.stderr.some((l) => l.includes('"msg":"audit"')))
-        .toBe(true);
-      const lines = connection.stderr.map((l) => JSON.parse(l) as Record<string, unknown>);
-      const audit = lines.find((l) => l.msg === 'audit')!.audit as Record<string, any>;
-      expect(audit.user).toEqual({ id: 'alice' });
-      expect(audit.gatehouse).toMatchObject({ transport: 'stdio', era, auth_method: 'local' });
-      expect(audit.client).toEqual({ name: 'gatehouse-testkit', version: '1.0.0' });
+      const records = () =>
+        connection.stderr
+          .map((l) => JSON.parse(l) as Record<string, any>)
+          .filter((l) => l.audit?.schema_version !== undefined);
+      await expect.poll(() => records().some((r) => r.event.action === 'tools/call')).toBe(true);
+      const [start, call] = records();
+      expect(start!.event.action).toBe('gatehouse/start');
+      expect(start!.gatehouse.tools.map((t: { name: string }) => t.name)).toContain('demo_echo');
+      expect(call!.user).toEqual({ id: 'alice' });
+      expect(call!.auth).toEqual({ method: 'local' });
+      expect(call!.mcp).toMatchObject({ transport: 'stdio', era, name: 'demo_echo' });
+      expect(call!.client).toEqual({ name: 'gatehouse-testkit', version: '1.0.0' });
+      expectSchemaValid(records());
     } finally {
       await connection.close();
     }

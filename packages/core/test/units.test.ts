@@ -109,6 +109,36 @@ describe('loadConfig', () => {
     ]);
   });
 
+  it('checks the audit settings together', () => {
+    expect(
+      problemsOf(() => loadConfig(baseConfigSchema, { GATEHOUSE_AUDIT_SINKS: 'file' })),
+    ).toEqual(['GATEHOUSE_AUDIT_FILE: required when GATEHOUSE_AUDIT_SINKS includes file']);
+    expect(
+      problemsOf(() => loadConfig(baseConfigSchema, { GATEHOUSE_AUDIT_SINKS: 'stdout' })),
+    ).toEqual([
+      'GATEHOUSE_AUDIT_SINKS: stdout carries the protocol on the stdio transport; use stderr or file',
+    ]);
+    expect(
+      problemsOf(() => loadConfig(baseConfigSchema, { GATEHOUSE_AUDIT_FILE: '/tmp/a.jsonl' }))[0],
+    ).toMatch(/^GATEHOUSE_AUDIT_SINKS: add file/);
+    expect(
+      problemsOf(() => loadConfig(baseConfigSchema, { GATEHOUSE_AUDIT_SINKS: 'stderr,syslog' }))[0],
+    ).toMatch(/^GATEHOUSE_AUDIT_SINKS: /);
+    const badKey = problemsOf(() =>
+      loadConfig(baseConfigSchema, {
+        GATEHOUSE_AUDIT_SIGNING_KEY: '-----BEGIN PRIVATE KEY-----\nnope\n-----END PRIVATE KEY-----',
+      }),
+    );
+    expect(badKey).toEqual([
+      'GATEHOUSE_AUDIT_SIGNING_KEY: not an Ed25519 private key in PKCS#8 PEM form (hidden: secret)',
+    ]);
+    const http = loadConfig(baseConfigSchema, {
+      GATEHOUSE_TRANSPORT: 'http',
+      GATEHOUSE_AUDIT_SINKS: 'stdout,stderr',
+    });
+    expect(http.GATEHOUSE_AUDIT_SINKS).toEqual(['stdout', 'stderr']);
+  });
+
   it('knows which hosts are loopback', () => {
     expect(['127.0.0.1', '127.9.9.9', '::1', '[::1]', 'localhost'].every(isLoopbackHost)).toBe(
       true,

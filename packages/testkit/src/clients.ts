@@ -140,6 +140,9 @@ export interface ServerProcess {
   readonly stdout: () => string;
   /** The MCP URL, once an HTTP server logged "server started". */
   readonly url: URL | undefined;
+  /** Audit records (JSON lines with `audit.schema_version`) written to stdout or stderr so far. */
+  // eslint-disable-next-line @typescript-eslint/no-explicit-any -- loosely typed for assertions in tests
+  auditRecords(): Array<Record<string, any>>;
   /** Resolves with the first log line matching `predicate`. */
   waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
   /** Sends a signal and resolves with the exit code. */
@@ -219,10 +222,20 @@ export async function spawnServer(
     const started = await waitForLog((l) => l.msg === 'server started', options.timeoutMs);
     if (typeof started.url === 'string') url = new URL(started.url);
   }
+  const isAudit = (l: Record<string, unknown>): boolean =>
+    typeof (l.audit as { schema_version?: unknown } | undefined)?.schema_version === 'string';
   return {
     child,
     logs,
     stdout: () => stdout,
+    auditRecords: () => [
+      ...stdout
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as Record<string, unknown>)
+        .filter(isAudit),
+      ...logs.filter(isAudit),
+    ],
     get url() {
       return url;
     },

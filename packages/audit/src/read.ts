@@ -1,0 +1,118 @@
+import { createReadStream, openSync, readSync, closeSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import type { Readable } from 'node:stream';
+import type { AuditRecord } from './record.js';
+import { lastJsonLine } from './sinks.js';
+
+/** One line of input, as the readers see it. */
+export interface Line {
+  file: string;
+  line: number;
+  /** The parsed audit record; absent for lines that are not audit records. */
+  record?: AuditRecord;
+  /** Set when the line is not JSON at all (`torn` when it is the unterminated last line). */
+  unparseable?: 'garbage' | 'torn';
+  /** Set for JSON lines that are not audit records (ordinary log lines on a shared stream). */
+  foreign?: boolean;
+}
+
+function isAuditRecord(value: unknown): value is AuditRecord {
+  const audit = (value as { audit?: { schema_version?: unknown } } | null)?.audit;
+  return typeof audit?.schema_version === 'string';
+}
+
+/** The first audit record of a file (to order rotated files), read without loading the file. */
+function firstRecord(path: string): AuditRecord | undefined {
+  const fd = openSync(path, 'r');
+  try {
+    const buffer = Buffer.alloc(1 << 20);
+    const n = readSync(fd, buffer, 0, buffer.length, 0);
+    for (const text of buffer.subarray(0, n).toString('utf8').split('\n')) {
+      try {
+        const value: unknown = JSON.parse(text);
+        if (isAuditRecord(value)) return value;
+      } catch {
+        // not JSON: keep looking
+      }
+    }
+    return undefined;
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Orders audit files the way their chains run, so `audit.jsonl*` can be given in any order (the
+ * active file sorts first by name): a file follows the one whose last record its first record
+ * chains to; chains that link to nothing given start in the order of their first timestamp.
+ */
+export function orderFiles(paths: readonly string[]): string[] {
+  const files = paths.map((path) => {
+    const first = firstRecord(path);
+    const last = (lastJsonLine(path)?.value as AuditRecord | undefined)?.audit?.hash;
+    return { path, prev: first?.audit.prev_hash ?? null, time: first?.['@timestamp'] ?? '', last };
+  });
+  const byLast = new Map(files.filter((f) => f.last !== undefined).map((f) => [f.last!, f]));
+  const heads = files
+    .filter((f) => f.prev === null || !byLast.has(f.prev))
+    .sort((a, b) => (a.time < b.time ? -1 : a.time > b.time ? 1 : 0));
+  const byPrev = new Map(files.filter((f) => f.prev !== null).map((f) => [f.prev!, f]));
+  const ordered: string[] = [];
+  const placed = new Set<string>();
+  for (const head of heads) {
+    for (
+      let f: (typeof files)[number] | undefined = head;
+      f && !placed.has(f.path);
+      f = f.last === undefined ? undefined : byPrev.get(f.last)
+    ) {
+      ordered.push(f.path);
+      placed.add(f.path);
+    }
+  }
+  // Files caught in a cycle (a damaged set) keep their given order at the end.
+  return [...ordered, ...paths.filter((p) => !placed.has(p))];
+}
+
+/**
+ * Streams the lines of the given files (`-` is standard input) in chain order, one at a time:
+ * memory stays flat whatever the size of the log.
+ */
+export async function* readLines(
+  paths: readonly string[],
+  stdin: Readable = process.stdin,
+): AsyncGenerator<Line> {
+  for (const file of paths.includes('-') ? paths : orderFiles(paths)) {
+    const input = file === '-' ? stdin : createReadStream(file);
+    const lines = createInterface({ input, crlfDelay: Infinity });
+    let number = 0;
+    let pending: Line | undefined;
+    for await (const text of lines) {
+      if (pending) yield pending;
+      number++;
+      pending = undefined;
+      if (text.trim() === '') continue;
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch {
+        pending = { file, line: number, unparseable: 'garbage' };
+        continue;
+      }
+      pending = isAuditRecord(value)
+        ? { file, line: number, record: value }
+        : { file, line: number, foreign: true };
+    }
+    if (pending) {
+      // An unparseable last line is a torn write (the process died mid-line, or the tail was cut).
+      yield pending.unparseable ? { ...pending, unparseable: 'torn' } : pending;
+    }
+  }
+}
+
+/** Only the audit records of the given files, in chain order. */
+export async function* readRecords(
+  paths: readonly string[],
+  stdin?: Readable,
+): AsyncGenerator<AuditRecord> {
+  for await (const line of readLines(paths, stdin)) if (line.record) yield line.record;
+}

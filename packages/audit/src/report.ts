@@ -1,0 +1,238 @@
+import type { AuditRecord } from './record.js';
+import type { VerifyReport } from './verify.js';
+
+const CALLS = new Set(['tools/call', 'resources/read', 'prompts/get']);
+const MAX_KEYS = 50_000;
+const RECENT_FAILURES = 100;
+const RECENT_WRITES = 500;
+
+const escape = (value: string | number | undefined): string =>
+  String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** Counts per key, bounded: past MAX_KEYS distinct keys, the rest count as "(other)". */
+class Counter {
+  readonly #counts = new Map<string, number>();
+  add(key: string, n = 1): void {
+    const k = this.#counts.has(key) || this.#counts.size < MAX_KEYS ? key : '(other)';
+    this.#counts.set(k, (this.#counts.get(k) ?? 0) + n);
+  }
+  top(n: number): Array<[string, number]> {
+    return [...this.#counts.entries()]
+      .sort((a, b) => b[1] - a[1] || (a[0] < b[0] ? -1 : 1))
+      .slice(0, n);
+  }
+  get size(): number {
+    return this.#counts.size;
+  }
+}
+
+/** Keeps the last `n` items. */
+class Recent<T> {
+  readonly #items: T[] = [];
+  total = 0;
+  constructor(private readonly n: number) {}
+  push(item: T): void {
+    this.total++;
+    this.#items.push(item);
+    if (this.#items.length > this.n) this.#items.shift();
+  }
+  get items(): readonly T[] {
+    return this.#items;
+  }
+}
+
+interface Row {
+  time: string;
+  principal: string;
+  action: string;
+  name: string;
+  target: string;
+  reason: string;
+  detail: string;
+}
+
+const rowOf = (r: AuditRecord): Row => ({
+  time: r['@timestamp'],
+  principal: r.user?.id ?? '',
+  action: r.event.action,
+  name: r.mcp?.name ?? '',
+  target: r.target?.resource ?? '',
+  reason: r.event.reason,
+  detail:
+    r.error?.message ?? (r.args?.redacted === undefined ? '' : JSON.stringify(r.args.redacted)),
+});
+
+/**
+ * Builds the reviewer's report in one streaming pass: memory holds counters and the most recent
+ * failures and writes, never the log.
+ */
+export class ReportBuilder {
+  calls = 0;
+  failures = 0;
+  readonly #hours = new Map<string, { success: number; failure: number }>();
+  readonly #reasons = new Counter();
+  readonly #principals = new Counter();
+  readonly #tools = new Counter();
+  readonly #targets = new Counter();
+  readonly #servers = new Counter();
+  readonly #failures = new Recent<Row>(RECENT_FAILURES);
+  readonly #writes = new Recent<Row>(RECENT_WRITES);
+  readonly #lifecycle = new Counter();
+  #from: string | undefined;
+  #to: string | undefined;
+
+  add(r: AuditRecord): void {
+    if (!CALLS.has(r.event.action)) {
+      if (r.event.action !== 'audit/checkpoint') this.#lifecycle.add(r.event.action);
+      return;
+    }
+    this.calls++;
+    const time = r['@timestamp'];
+    this.#from = this.#from === undefined || time < this.#from ? time : this.#from;
+    this.#to = this.#to === undefined || time > this.#to ? time : this.#to;
+    const hour = `${time.slice(0, 13)}:00Z`;
+    const bucket = this.#hours.get(hour) ?? { success: 0, failure: 0 };
+    const ok = r.event.outcome === 'success';
+    if (ok) bucket.success++;
+    else bucket.failure++;
+    if (this.#hours.has(hour) || this.#hours.size < MAX_KEYS) this.#hours.set(hour, bucket);
+    this.#reasons.add(r.event.reason);
+    this.#principals.add(r.user?.id ?? '(none)');
+    this.#tools.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
+    if (r.target) this.#targets.add(r.target.resource);
+    this.#servers.add(r.service.name);
+    if (!ok) {
+      this.failures++;
+      this.#failures.push(rowOf(r));
+    }
+    if (r.tool?.access === 'write' && r.event.reason !== 'denied') this.#writes.push(rowOf(r));
+  }
+
+  /** Renders the self-contained HTML page (no scripts, no external requests). */
+  render(options: {
+    integrity: VerifyReport;
+    title?: string;
+    sources: readonly string[];
+    generatedAt?: Date;
+  }): string {
+    const { integrity } = options;
+    const title = options.title ?? 'Gatehouse audit report';
+    const reasons = this.#reasons.top(20);
+    const { checkpoints } = integrity;
+    const proven = checkpoints.signed > 0 && checkpoints.verified === checkpoints.signed;
+    const caveat =
+      checkpoints.signed === 0
+        ? ' Checkpoints are not signed: the chain proves order and completeness, not who wrote it.'
+        : checkpoints.verified < checkpoints.signed
+          ? ` ${checkpoints.signed - checkpoints.verified} signature(s) not checked: pass --key with the trusted public key.`
+          : '';
+    const banner = integrity.intact
+      ? `<section class="banner ${proven ? 'ok' : 'warn'}" data-integrity="intact"><h2>Integrity: intact${proven ? ', signatures verified' : ''}</h2><p>${integrity.records} records in ${integrity.chains} chain(s); ${checkpoints.total} checkpoints, ${checkpoints.signed} signed, <strong>${checkpoints.verified} signature(s) verified</strong>.${caveat}${integrity.openTail > 0 ? ` ${integrity.openTail} record(s) after the last checkpoint (open tail accepted).` : ''}${integrity.startsAtSeq === undefined ? '' : ` The input starts mid-chain at seq ${integrity.startsAtSeq}.`}</p></section>`
+      : `<section class="banner bad" data-integrity="damaged"><h2>Integrity: DAMAGED — ${escape(integrity.damage?.kind)}</h2><p>First bad record: <code>${escape(integrity.damage?.file)}:${integrity.damage?.line}</code>${integrity.damage?.seq === undefined ? '' : ` (seq ${integrity.damage.seq})`} — ${escape(integrity.damage?.message)}. The figures below cover the ${integrity.records} records before it.</p></section>`;
+    return `<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>${escape(title)}</title>
+<style>
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:24px;color:#1d2330}
+h1{font-size:22px;margin:0 0 4px} summary h3{display:inline-block} summary{cursor:pointer} h2{font-size:17px;margin:0 0 8px} h3{font-size:15px;margin:24px 0 8px}
+.meta{color:#5b6475;margin-bottom:16px} code{font-size:12px}
+.banner{border-radius:8px;padding:12px 16px;margin:12px 0 20px} .banner p{margin:0}
+.ok{background:#e7f6ec;border:1px solid #37a060} .warn{background:#fff6e0;border:1px solid #d49a1f} .bad{background:#fdecec;border:1px solid #c0392b}
+.kpis{display:flex;gap:12px;flex-wrap:wrap} .kpi{border:1px solid #d9dee8;border-radius:8px;padding:10px 14px;min-width:120px}
+.kpi b{display:block;font-size:22px}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
+table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eceff4;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums;width:70px}
+.bar{background:#4a7bd0;height:10px;border-radius:2px} .bar.f{background:#c0392b}
+.wrap{word-break:break-all}
+svg text{font-size:10px;fill:#5b6475}
+</style></head><body>
+<h1>${escape(title)}</h1>
+<div class="meta">Generated ${escape((options.generatedAt ?? new Date()).toISOString())} from ${options.sources.map((s) => `<code>${escape(s)}</code>`).join(', ')}${this.#from ? ` · calls from ${escape(this.#from)} to ${escape(this.#to)}` : ''}</div>
+${banner}
+<div class="kpis">
+<div class="kpi"><b data-kpi="calls">${this.calls}</b>calls</div>
+<div class="kpi"><b data-kpi="failures">${this.failures}</b>failed</div>
+<div class="kpi"><b data-kpi="denied">${reasons.find(([r]) => r === 'denied')?.[1] ?? 0}</b>denied</div>
+<div class="kpi"><b data-kpi="writes">${this.#writes.total}</b>write actions</div>
+<div class="kpi"><b data-kpi="principals">${this.#principals.size}</b>principals</div>
+</div>
+<h3>Calls over time</h3>
+${this.#timeChart()}
+<div class="grid">
+<div><h3>Outcomes</h3>${this.#barTable(reasons, 'outcomes', (k) => k !== 'ok')}</div>
+<div><h3>Top principals</h3>${this.#barTable(this.#principals.top(15), 'principals')}</div>
+<div><h3>Top tools</h3>${this.#barTable(this.#tools.top(15), 'tools')}</div>
+<div><h3>Top targets</h3>${this.#barTable(this.#targets.top(15), 'targets')}</div>
+</div>
+<details open><summary><h3>Denials and errors (latest ${this.#failures.items.length} of ${this.#failures.total})</h3></summary>
+${this.#rows(this.#failures.items, 'failures')}</details>
+<details open><summary><h3>Write actions (latest ${this.#writes.items.length} of ${this.#writes.total})</h3></summary>
+${this.#rows(this.#writes.items, 'writes')}</details>
+<h3>Lifecycle</h3>
+${this.#barTable(this.#lifecycle.top(10), 'lifecycle')}
+</body></html>
+`;
+  }
+
+  #timeChart(): string {
+    const hours = [...this.#hours.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
+    if (hours.length === 0) return '<p>No calls.</p>';
+    // Hourly bars for up to four days, daily beyond.
+    const daily = hours.length > 96;
+    const buckets = new Map<string, { success: number; failure: number }>();
+    for (const [hour, counts] of hours) {
+      const key = daily ? hour.slice(0, 10) : hour;
+      const b = buckets.get(key) ?? { success: 0, failure: 0 };
+      b.success += counts.success;
+      b.failure += counts.failure;
+      buckets.set(key, b);
+    }
+    const entries = [...buckets.entries()];
+    const max = Math.max(...entries.map(([, b]) => b.success + b.failure));
+    const width = 1000;
+    const height = 160;
+    const barWidth = Math.max(2, Math.floor((width - 40) / entries.length) - 2);
+    const bars = entries
+      .map(([key, b], i) => {
+        const x = 40 + i * (barWidth + 2);
+        const hs = Math.round((b.success / max) * (height - 20));
+        const hf = Math.round((b.failure / max) * (height - 20));
+        return `<g><title>${escape(key)}: ${b.success} ok, ${b.failure} failed</title><rect data-value="${b.success}" data-kind="success" x="${x}" y="${height - 14 - hs}" width="${barWidth}" height="${hs}" fill="#4a7bd0"/><rect data-value="${b.failure}" data-kind="failure" x="${x}" y="${height - 14 - hs - hf}" width="${barWidth}" height="${hf}" fill="#c0392b"/></g>`;
+      })
+      .join('');
+    const first = entries[0]![0];
+    const last = entries[entries.length - 1]![0];
+    return `<svg data-chart="calls-over-time" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Calls per ${daily ? 'day' : 'hour'}"><text x="0" y="12">${max}</text><text x="0" y="${height - 16}">0</text>${bars}<text x="40" y="${height - 2}">${escape(first)}</text><text x="${width}" y="${height - 2}" text-anchor="end">${escape(last)}</text></svg><p class="meta">Per ${daily ? 'day' : 'hour'} (UTC); blue succeeded, red failed.</p>`;
+  }
+
+  #barTable(
+    entries: Array<[string, number]>,
+    name: string,
+    failure: (key: string) => boolean = () => false,
+  ): string {
+    if (entries.length === 0) return '<p>None.</p>';
+    const max = Math.max(...entries.map(([, n]) => n));
+    return `<table data-chart="${name}">${entries
+      .map(
+        ([key, n]) =>
+          `<tr><td class="wrap">${escape(key)}</td><td class="n" data-value="${n}">${n}</td><td style="width:40%"><div class="bar${failure(key) ? ' f' : ''}" style="width:${Math.max(1, Math.round((n / max) * 100))}%"></div></td></tr>`,
+      )
+      .join('')}</table>`;
+  }
+
+  #rows(rows: readonly Row[], name: string): string {
+    if (rows.length === 0) return '<p>None.</p>';
+    return `<table data-table="${name}"><tr><th>time</th><th>principal</th><th>call</th><th>target</th><th>outcome</th><th>detail</th></tr>${[
+      ...rows,
+    ]
+      .reverse()
+      .map(
+        (r) =>
+          `<tr><td>${escape(r.time)}</td><td>${escape(r.principal)}</td><td class="wrap">${escape(r.action)} ${escape(r.name)}</td><td class="wrap">${escape(r.target)}</td><td>${escape(r.reason)}</td><td class="wrap">${escape(r.detail.slice(0, 300))}</td></tr>`,
+      )
+      .join('')}</table>`;
+  }
+}

@@ -1,0 +1,293 @@
+import { createPublicKey } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { checkpointPayload, keyIdOf, recordHash, verifyCheckpoint } from './chain.js';
+import type { Line } from './read.js';
+import type { AuditRecord } from './record.js';
+
+/** The kinds of damage `verify` tells apart. */
+export type DamageKind =
+  | 'modified'
+  | 'deleted'
+  | 'inserted'
+  | 'reordered'
+  | 'truncated'
+  | 'bad_signature'
+  | 'untrusted_key';
+
+/** The first problem found, named by file, line and seq. */
+export interface Damage {
+  kind: DamageKind;
+  file: string;
+  line: number;
+  seq?: number;
+  message: string;
+}
+
+/** What `verify` found. */
+export interface VerifyReport {
+  intact: boolean;
+  records: number;
+  /** Separate chains (a chain restarts when a stream without a file to resume from starts). */
+  chains: number;
+  checkpoints: { total: number; signed: number; verified: number };
+  /** Records after the last checkpoint (accepted only with `allowOpenTail`). */
+  openTail: number;
+  /** Lines that are not audit records (log lines on a shared stream). */
+  foreignLines: number;
+  /** The seq the first chain starts at when the input begins mid-chain (older files not given). */
+  startsAtSeq?: number;
+  first: { time: string; seq: number } | undefined;
+  last: { time: string; seq: number } | undefined;
+  damage?: Damage;
+}
+
+/** Options of {@link verifyLines}. */
+export interface VerifyOptions {
+  /** Trusted public keys by key id; signatures are checked when given. */
+  keys?: ReadonlyMap<string, KeyObject>;
+  /** Accept records after the last checkpoint (a log that is still being written). */
+  allowOpenTail?: boolean;
+  /** Called with every record in order (report and query reuse the single pass). */
+  onRecord?: (record: AuditRecord) => void;
+}
+
+/** Loads trusted public keys (PEM files) keyed by their key id. */
+export function loadPublicKeys(paths: readonly string[]): Map<string, KeyObject> {
+  return new Map(
+    paths.map((path) => {
+      const key = createPublicKey(readFileSync(path, 'utf8'));
+      return [keyIdOf(key), key] as const;
+    }),
+  );
+}
+
+const LOOKAHEAD = 64;
+
+type Located = Line & { record: AuditRecord };
+
+/**
+ * Verifies hash chains and checkpoints in one streaming pass and names the first damage:
+ * - modified: a record's content no longer matches its hash, or a rewritten record (hash
+ *   recomputed) no longer matches its successor's `prev_hash`;
+ * - deleted: records are missing (the chain jumps forward);
+ * - inserted: a record that belongs to no chain position sits between two genuine ones;
+ * - reordered: genuine records are out of order;
+ * - truncated: a chain does not end with a stop record and its closing checkpoint (its tail
+ *   was cut — or the writer still runs or crashed), or the last line is torn;
+ * - bad_signature / untrusted_key: a checkpoint signature fails, or its key is not trusted.
+ */
+export async function verifyLines(
+  lines: AsyncIterable<Line>,
+  options: VerifyOptions = {},
+): Promise<VerifyReport> {
+  const report: VerifyReport = {
+    intact: true,
+    records: 0,
+    chains: 0,
+    checkpoints: { total: 0, signed: 0, verified: 0 },
+    openTail: 0,
+    foreignLines: 0,
+    first: undefined,
+    last: undefined,
+  };
+  const fail = (damage: Damage): VerifyReport => {
+    report.intact = false;
+    report.damage = damage;
+    return report;
+  };
+  const iterator = lines[Symbol.asyncIterator]();
+  const window: Line[] = [];
+  let exhausted = false;
+  const fill = async (): Promise<void> => {
+    while (!exhausted && window.length < LOOKAHEAD) {
+      const next = await iterator.next();
+      if (next.done) exhausted = true;
+      else window.push(next.value);
+    }
+  };
+  const seen = new Set<string>();
+  let prev: Located | undefined;
+  let sinceCheckpoint = 0;
+  // A chain is closed when it ends with a stop record and the closing checkpoint after it.
+  let closed = false;
+  const notClosed = (at: Located): Damage => ({
+    kind: 'truncated',
+    file: at.file,
+    line: at.line,
+    seq: at.record.audit.seq,
+    message:
+      sinceCheckpoint > 0
+        ? `the chain ends here with ${sinceCheckpoint} record(s) after its last checkpoint and no stop record: its end may have been cut (or the writer is still running or crashed: --allow-open-tail accepts that)`
+        : 'the chain ends at a periodic checkpoint, not at a stop record and its closing checkpoint: its end may have been cut (or the writer is still running or crashed: --allow-open-tail accepts that)',
+  });
+
+  for (;;) {
+    await fill();
+    const current = window.shift();
+    if (current === undefined) break;
+    if (current.foreign) {
+      report.foreignLines++;
+      continue;
+    }
+    if (current.unparseable) {
+      return fail({
+        kind: current.unparseable === 'torn' ? 'truncated' : 'modified',
+        file: current.file,
+        line: current.line,
+        message:
+          current.unparseable === 'torn'
+            ? 'the last line is cut short (torn write or truncated file)'
+            : 'the line is not a JSON record any more',
+      });
+    }
+    const item = current as Located;
+    const { record } = item;
+    const { seq } = record.audit;
+    const where = { file: item.file, line: item.line, seq };
+    if (recordHash(record) !== record.audit.hash) {
+      return fail({
+        kind: 'modified',
+        ...where,
+        message: 'the record does not match its hash (its content was changed)',
+      });
+    }
+
+    if (prev === undefined || (record.audit.prev_hash === null && seq === 0)) {
+      // The start of a chain: a genesis record, or input that begins mid-chain.
+      if (prev !== undefined && !closed && !options.allowOpenTail) return fail(notClosed(prev));
+      if (prev === undefined && record.audit.prev_hash !== null) report.startsAtSeq = seq;
+      report.chains++;
+    } else if (
+      record.audit.prev_hash !== prev.record.audit.hash ||
+      seq !== prev.record.audit.seq + 1
+    ) {
+      return fail(classifyBreak(item, prev, window, seen));
+    }
+
+    if (record.event.action === 'audit/checkpoint') {
+      const problem = checkCheckpoint(record, prev, options.keys, report);
+      if (problem) return fail({ ...problem, ...where });
+      closed = prev?.record.event.action === 'gatehouse/stop';
+      sinceCheckpoint = 0;
+    } else {
+      closed = false;
+      sinceCheckpoint++;
+    }
+    seen.add(record.audit.hash);
+    report.records++;
+    report.first ??= { time: record['@timestamp'], seq };
+    report.last = { time: record['@timestamp'], seq };
+    options.onRecord?.(record);
+    prev = item;
+  }
+
+  report.openTail = sinceCheckpoint;
+  if (prev !== undefined && !closed && !options.allowOpenTail) return fail(notClosed(prev));
+  return report;
+}
+
+/** Names the damage at a broken link by looking at the records that follow. */
+function classifyBreak(
+  item: Located,
+  prev: Located,
+  window: readonly Line[],
+  seen: ReadonlySet<string>,
+): Damage {
+  const { record } = item;
+  const seq = record.audit.seq;
+  const expected = prev.record.audit.seq + 1;
+  const where = { file: item.file, line: item.line, seq };
+  const ahead = window.filter((l): l is Located => l.record !== undefined).map((l) => l.record);
+  if (seen.has(record.audit.hash)) {
+    return {
+      kind: 'inserted',
+      ...where,
+      message: 'this record appears twice (a copy was inserted)',
+    };
+  }
+  if (seq === prev.record.audit.seq) {
+    return {
+      kind: 'inserted',
+      ...where,
+      message: `the record before it (${prev.file}:${prev.line}) claims the same seq ${seq}: it was inserted`,
+    };
+  }
+  const successorAhead = ahead.some((r) => r.audit.prev_hash === prev.record.audit.hash);
+  const someoneFollowsThis = ahead.some((r) => r.audit.prev_hash === record.audit.hash);
+  if (successorAhead) {
+    return someoneFollowsThis
+      ? {
+          kind: 'reordered',
+          ...where,
+          message: `seq ${seq} comes before seq ${expected}: records are out of order`,
+        }
+      : {
+          kind: 'inserted',
+          ...where,
+          message: `this record does not belong to the chain (seq ${expected} follows later)`,
+        };
+  }
+  if (seq > expected) {
+    return {
+      kind: 'deleted',
+      ...where,
+      message: `seq ${expected}${seq - 1 > expected ? `..${seq - 1}` : ''} missing before this record (${seq - expected} deleted)`,
+    };
+  }
+  if (seq === expected) {
+    return {
+      kind: 'modified',
+      ...where,
+      message: `the record before it (${prev.file}:${prev.line}) was rewritten: this record chains to a different hash`,
+    };
+  }
+  return {
+    kind: 'reordered',
+    ...where,
+    message: `seq ${seq} after seq ${prev.record.audit.seq}: records are out of order`,
+  };
+}
+
+function checkCheckpoint(
+  record: AuditRecord,
+  prev: Located | undefined,
+  keys: ReadonlyMap<string, KeyObject> | undefined,
+  report: VerifyReport,
+): { kind: DamageKind; message: string } | undefined {
+  const checkpoint = record.audit.checkpoint;
+  report.checkpoints.total++;
+  if (checkpoint === undefined)
+    return { kind: 'modified', message: 'a checkpoint record without its checkpoint' };
+  if (
+    prev !== undefined &&
+    (checkpoint.covers.seq !== prev.record.audit.seq ||
+      checkpoint.covers.hash !== prev.record.audit.hash)
+  ) {
+    return { kind: 'modified', message: 'the checkpoint does not cover the record before it' };
+  }
+  if (checkpoint.algorithm !== 'ed25519') return undefined;
+  report.checkpoints.signed++;
+  if (keys === undefined || keys.size === 0) return undefined;
+  const key = checkpoint.key_id === undefined ? undefined : keys.get(checkpoint.key_id);
+  if (key === undefined) {
+    return {
+      kind: 'untrusted_key',
+      message: `the checkpoint is signed by ${checkpoint.key_id ?? 'an unnamed key'}, which is not among the trusted keys`,
+    };
+  }
+  const payload = checkpointPayload(
+    record.audit.stream,
+    checkpoint.covers.seq,
+    checkpoint.covers.hash,
+    checkpoint.time,
+  );
+  if (!verifyCheckpoint(key, payload, checkpoint.signature ?? '')) {
+    return {
+      kind: 'bad_signature',
+      message: `the checkpoint signature does not verify with ${checkpoint.key_id}`,
+    };
+  }
+  report.checkpoints.verified++;
+  return undefined;
+}

@@ -1,0 +1,185 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import { checkpointPayload, recordHash, signCheckpoint } from './chain.js';
+import type { CheckpointSigner } from './chain.js';
+import { AUDIT_SCHEMA_VERSION } from './record.js';
+import type { AuditEntry, AuditRecord } from './record.js';
+import { lastJsonLine, rotatedFiles } from './sinks.js';
+import type { LineSink } from './sinks.js';
+
+/** Where a restarted log continues its chain. */
+export interface ChainPosition {
+  seq: number;
+  hash: string;
+  damagedTail?: boolean;
+}
+
+/** Options of {@link AuditLog}. */
+export interface AuditLogOptions {
+  sinks: readonly LineSink[];
+  service: { name: string; version: string };
+  /** Signs checkpoints; without it checkpoints carry hashes only (algorithm `none`). */
+  signer?: CheckpointSigner;
+  /** A checkpoint after this many records (and on close). */
+  checkpointEvery?: number;
+  /** Continue an existing chain (see {@link findChainEnd}). */
+  resume?: ChainPosition;
+  now?: () => Date;
+}
+
+/**
+ * The audit log of one process: assigns `seq`, `prev_hash` and `hash`, writes every record to
+ * every sink synchronously, and writes a checkpoint every N records and on close. A sink that
+ * fails is reported through `failures` (the pipeline decides what that means for calls) and is
+ * tried again on the next record.
+ */
+export class AuditLog {
+  readonly stream = randomUUID();
+  readonly #sinks: readonly LineSink[];
+  readonly #service: { name: string; version: string };
+  readonly #signer: CheckpointSigner | undefined;
+  readonly #every: number;
+  readonly #now: () => Date;
+  readonly #host = { hostname: hostname() };
+  readonly #process = { pid: process.pid };
+  #seq: number;
+  #prevHash: string | null;
+  #resumed: ChainPosition | undefined;
+  #sinceCheckpoint = 0;
+  #closed = false;
+  readonly #failures = new Map<string, Error>();
+
+  constructor(options: AuditLogOptions) {
+    this.#sinks = options.sinks;
+    this.#service = options.service;
+    this.#signer = options.signer;
+    this.#every = options.checkpointEvery ?? 1000;
+    this.#now = options.now ?? (() => new Date());
+    this.#seq = options.resume ? options.resume.seq + 1 : 0;
+    this.#prevHash = options.resume?.hash ?? null;
+    this.#resumed = options.resume;
+  }
+
+  /** Sinks whose last write failed, with the error. Empty when every sink is healthy. */
+  get failures(): ReadonlyMap<string, Error> {
+    return this.#failures;
+  }
+
+  /** Records written by this process (checkpoints included). */
+  get position(): { seq: number; hash: string | null } {
+    return { seq: this.#seq - 1, hash: this.#prevHash };
+  }
+
+  /** Appends one record; returns it with its integrity fields. */
+  append(entry: AuditEntry): AuditRecord {
+    if (this.#closed) throw new Error('the audit log is closed');
+    const record = this.#write(entry);
+    if (++this.#sinceCheckpoint >= this.#every) this.checkpoint();
+    return record;
+  }
+
+  /** Writes a checkpoint covering everything written so far (no-op when nothing is new). */
+  checkpoint(): AuditRecord | undefined {
+    if (this.#sinceCheckpoint === 0 || this.#prevHash === null) return undefined;
+    const time = this.#now().toISOString();
+    const covers = { seq: this.#seq - 1, hash: this.#prevHash };
+    const payload = checkpointPayload(this.stream, covers.seq, covers.hash, time);
+    const checkpoint = this.#signer
+      ? {
+          covers,
+          algorithm: 'ed25519' as const,
+          key_id: this.#signer.keyId,
+          signature: signCheckpoint(this.#signer, payload),
+          time,
+          records: this.#sinceCheckpoint,
+        }
+      : { covers, algorithm: 'none' as const, time, records: this.#sinceCheckpoint };
+    this.#sinceCheckpoint = 0;
+    return this.#write(
+      {
+        '@timestamp': time,
+        event: {
+          id: randomUUID(),
+          kind: 'event',
+          category: ['process'],
+          type: ['info'],
+          action: 'audit/checkpoint',
+          outcome: 'success',
+          reason: 'checkpoint',
+        },
+      },
+      checkpoint,
+    );
+  }
+
+  /** Writes the closing checkpoint and closes the sinks. */
+  close(): void {
+    if (this.#closed) return;
+    this.checkpoint();
+    this.#closed = true;
+    for (const sink of this.#sinks) {
+      try {
+        sink.close();
+      } catch {
+        // closing is best effort; the records are already written
+      }
+    }
+  }
+
+  #write(entry: AuditEntry, checkpoint?: AuditRecord['audit']['checkpoint']): AuditRecord {
+    const record = {
+      ...entry,
+      service: entry.service ?? this.#service,
+      host: this.#host,
+      process: this.#process,
+      audit: {
+        schema_version: AUDIT_SCHEMA_VERSION,
+        stream: this.stream,
+        seq: this.#seq,
+        prev_hash: this.#prevHash,
+        ...(this.#resumed
+          ? {
+              resumed: {
+                seq: this.#resumed.seq,
+                hash: this.#resumed.hash,
+                ...(this.#resumed.damagedTail ? { damaged_tail: true } : {}),
+              },
+            }
+          : {}),
+        ...(checkpoint ? { checkpoint } : {}),
+        hash: '',
+      },
+    } as AuditRecord;
+    record.audit.hash = recordHash(record);
+    this.#resumed = undefined;
+    this.#seq++;
+    this.#prevHash = record.audit.hash;
+    const line = `${JSON.stringify(record)}\n`;
+    for (const sink of this.#sinks) {
+      try {
+        sink.write(line);
+        this.#failures.delete(sink.name);
+      } catch (error) {
+        this.#failures.set(sink.name, error as Error);
+      }
+    }
+    return record;
+  }
+}
+
+/** Where the chain of an audit file (and its rotated predecessors) ends, to resume it. */
+export function findChainEnd(path: string): ChainPosition | undefined {
+  for (const file of [path, ...rotatedFiles(path).reverse()]) {
+    const last = lastJsonLine(file);
+    if (last === undefined) continue;
+    const audit = (last.value as { audit?: { seq?: unknown; hash?: unknown } } | undefined)?.audit;
+    if (typeof audit?.seq === 'number' && typeof audit.hash === 'string') {
+      return {
+        seq: audit.seq,
+        hash: audit.hash,
+        ...(last.damagedTail ? { damagedTail: true } : {}),
+      };
+    }
+  }
+  return undefined;
+}

@@ -1,0 +1,95 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import type { Browser } from 'playwright-core';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { launch } from './browser.js';
+import { cli, keyPair, readJsonLines, tempDir, writeJsonLines, writeLog } from './helpers.js';
+
+let browser: Browser;
+beforeAll(async () => {
+  browser = await launch();
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+async function open(html: string) {
+  const page = await browser.newPage();
+  const requests: string[] = [];
+  page.on('request', (r) => {
+    if (r.url() !== pathToFileURL(html).href) requests.push(r.url());
+  });
+  await page.goto(pathToFileURL(html).href);
+  return { page, requests };
+}
+
+describe('gatehouse-audit report in headless Chromium', () => {
+  it('renders a self-contained page whose charts carry the log’s numbers', async () => {
+    const { privatePem, publicPem } = keyPair();
+    const path = writeLog({ calls: 120, signerPem: privatePem });
+    const dir = tempDir();
+    const key = join(dir, 'pub.pem');
+    writeFileSync(key, publicPem);
+    const html = join(dir, 'report.html');
+    const result = await cli(
+      'report',
+      '--out',
+      html,
+      '--key',
+      key,
+      '--title',
+      'Weekly review',
+      path,
+    );
+    expect(result.code).toBe(0);
+    expect(readFileSync(html, 'utf8')).not.toMatch(/<script|https?:\/\/(?!gatehouse)/);
+
+    const { page, requests } = await open(html);
+    expect(await page.title()).toBe('Weekly review');
+    expect(await page.getAttribute('[data-integrity]', 'data-integrity')).toBe('intact');
+    expect(await page.textContent('[data-integrity]')).toContain(
+      'Integrity: intact, signatures verified',
+    );
+    expect(await page.textContent('[data-kpi="calls"]')).toBe('120');
+    // The time chart's bars add up to every call, split into successes and failures.
+    const bars = await page.$$eval('[data-chart="calls-over-time"] rect', (rects) =>
+      rects.map((r) => ({
+        kind: r.getAttribute('data-kind'),
+        value: Number(r.getAttribute('data-value')),
+      })),
+    );
+    const sum = (kind: string) =>
+      bars.filter((b) => b.kind === kind).reduce((a, b) => a + b.value, 0);
+    expect(sum('success') + sum('failure')).toBe(120);
+    expect(sum('failure')).toBe(60);
+    expect(Number(await page.textContent('[data-kpi="failures"]'))).toBe(60);
+    const outcomes = await page.$$eval('[data-chart="outcomes"] td[data-value]', (cells) =>
+      cells.map((c) => Number(c.getAttribute('data-value'))),
+    );
+    expect(outcomes.reduce((a, b) => a + b, 0)).toBe(120);
+    expect(await page.$$eval('[data-chart="principals"] tr', (rows) => rows.length)).toBe(3);
+    expect(await page.$$eval('[data-table="writes"] tr', (rows) => rows.length)).toBe(1 + 35); // header + non-denied writes
+    // Content from the log is text, never markup.
+    expect(await page.$$('[data-table="failures"] b')).toHaveLength(0);
+    expect(await page.textContent('[data-table="failures"]')).toContain('<b>');
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+
+  it('puts damage on top, naming the first bad record', async () => {
+    const path = writeLog({ calls: 30 });
+    const records = readJsonLines(path);
+    records[12]!.user!.id = 'mallory';
+    writeJsonLines(path, records);
+    const html = join(tempDir(), 'damaged.html');
+    expect((await cli('report', '--out', html, path)).code).toBe(0);
+    const { page, requests } = await open(html);
+    expect(await page.getAttribute('[data-integrity]', 'data-integrity')).toBe('damaged');
+    const banner = await page.textContent('[data-integrity]');
+    expect(banner).toContain('DAMAGED — modified');
+    expect(banner).toContain(`${path}:13`);
+    expect(requests).toEqual([]);
+    await page.close();
+  });
+});

@@ -1,0 +1,219 @@
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AuditLog, fileSink, findChainEnd, loadSigner } from '../src/index.js';
+import {
+  SERVICE,
+  callEntry,
+  cli,
+  keyPair,
+  lifecycleEntry,
+  readJsonLines,
+  rehash,
+  schemaErrors,
+  tempDir,
+  writeJsonLines,
+  writeLog,
+} from './helpers.js';
+
+describe('a clean log', () => {
+  it('verifies as intact, with every record schema-valid', async () => {
+    const { privatePem, publicPem } = keyPair();
+    const path = writeLog({ calls: 25, signerPem: privatePem });
+    const records = readJsonLines(path);
+    expect(records.flatMap(schemaErrors)).toEqual([]);
+    expect(records.map((r) => r.audit.seq)).toEqual(records.map((_, i) => i));
+    expect(records.at(-1)!.event.action).toBe('audit/checkpoint');
+    expect(records.at(-2)!.event.action).toBe('gatehouse/stop');
+    const keyFile = join(tempDir(), 'pub.pem');
+    writeFileSync(keyFile, publicPem);
+    const result = await cli('verify', '--key', keyFile, path);
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/^intact: 30 records in 1 chain\(s\)/);
+    // 25 calls + start + stop = 27 records → checkpoints after 10, 20 and the closing one.
+    expect(result.out).toContain('checkpoints: 3 (3 signed, 3 signature(s) verified)');
+  });
+
+  it('warns when signatures cannot be checked, and refuses an untrusted key', async () => {
+    const path = writeLog({ signerPem: keyPair().privatePem });
+    const unchecked = await cli('verify', path);
+    expect(unchecked.code).toBe(0);
+    expect(unchecked.out).toContain('not checked; pass --key');
+    const other = join(tempDir(), 'other.pem');
+    writeFileSync(other, keyPair().publicPem);
+    const untrusted = await cli('verify', '--key', other, path);
+    expect(untrusted.code).toBe(1);
+    expect(untrusted.out).toContain('DAMAGED (untrusted_key)');
+  });
+});
+
+/** Tampers with a copy of a clean log and returns what verify says. */
+async function tamper(edit: (records: any[]) => unknown[], options: { keyed?: boolean } = {}) {
+  const { privatePem, publicPem } = keyPair();
+  const path = writeLog({ calls: 25, signerPem: privatePem });
+  writeJsonLines(path, edit(readJsonLines(path)));
+  const keyFile = join(tempDir(), 'pub.pem');
+  writeFileSync(keyFile, publicPem);
+  const result = await cli(
+    'verify',
+    '--json',
+    ...(options.keyed === false ? [] : ['--key', keyFile]),
+    path,
+  );
+  return { code: result.code, report: JSON.parse(result.out) };
+}
+
+describe('each kind of damage is detected and named', () => {
+  it('modified: a field changed in place', async () => {
+    const { code, report } = await tamper((rs) => {
+      rs[7].user.id = 'mallory';
+      return rs;
+    });
+    expect(code).toBe(1);
+    expect(report.damage).toMatchObject({ kind: 'modified', line: 8, seq: 7 });
+  });
+
+  it('modified: a record rewritten with a recomputed hash', async () => {
+    const { report } = await tamper((rs) => {
+      rs[7].event.outcome = 'success';
+      rehash(rs[7]);
+      return rs;
+    });
+    expect(report.damage).toMatchObject({ kind: 'modified', line: 9, seq: 8 });
+    expect(report.damage.message).toContain(':8) was rewritten');
+  });
+
+  it('deleted: a record removed', async () => {
+    const { report } = await tamper((rs) => rs.filter((_, i) => i !== 5));
+    expect(report.damage).toMatchObject({ kind: 'deleted', seq: 6 });
+    expect(report.damage.message).toContain('seq 5 missing');
+  });
+
+  it('deleted: several records removed', async () => {
+    const { report } = await tamper((rs) => rs.filter((_, i) => i < 3 || i > 6));
+    expect(report.damage).toMatchObject({ kind: 'deleted', seq: 7 });
+    expect(report.damage.message).toContain('seq 3..6 missing');
+  });
+
+  it('inserted: a forged record chained into place', async () => {
+    const { report } = await tamper((rs) => {
+      const forged = structuredClone(rs[4]);
+      forged.event.id = '00000000-0000-4000-8000-000000000000';
+      forged.user.id = 'mallory';
+      forged.audit.seq = 5;
+      forged.audit.prev_hash = rs[4].audit.hash;
+      rehash(forged);
+      return [...rs.slice(0, 5), forged, ...rs.slice(5)];
+    });
+    expect(report.damage).toMatchObject({ kind: 'inserted', seq: 5, line: 7 });
+  });
+
+  it('inserted: a foreign record dropped in', async () => {
+    const { report } = await tamper((rs) => {
+      const foreign = structuredClone(rs[3]);
+      foreign.audit.seq = 99;
+      rehash(foreign);
+      return [...rs.slice(0, 6), foreign, ...rs.slice(6)];
+    });
+    expect(report.damage).toMatchObject({ kind: 'inserted', seq: 99 });
+  });
+
+  it('inserted: a duplicated record', async () => {
+    const { report } = await tamper((rs) => [...rs.slice(0, 6), rs[2], ...rs.slice(6)]);
+    expect(report.damage).toMatchObject({ kind: 'inserted', seq: 2 });
+  });
+
+  it('reordered: two records swapped', async () => {
+    const { report } = await tamper((rs) => {
+      [rs[5], rs[6]] = [rs[6], rs[5]];
+      return rs;
+    });
+    expect(report.damage).toMatchObject({ kind: 'reordered', seq: 6 });
+  });
+
+  it('truncated: the tail cut off', async () => {
+    const { report } = await tamper((rs) => rs.slice(0, 15));
+    expect(report.damage).toMatchObject({ kind: 'truncated', seq: 14 });
+  });
+
+  it('truncated: the tail cut back to a periodic checkpoint', async () => {
+    const { report } = await tamper((rs) => rs.slice(0, 11)); // seq 10 is a periodic checkpoint
+    expect(report.damage.kind).toBe('truncated');
+    expect(report.damage.message).toContain('periodic checkpoint');
+  });
+
+  it('truncated: the last line torn', async () => {
+    const { privatePem } = keyPair();
+    const path = writeLog({ signerPem: privatePem });
+    const text = readFileSync(path, 'utf8');
+    writeFileSync(path, text.slice(0, text.length - 40));
+    const result = await cli('verify', '--json', path);
+    expect(JSON.parse(result.out).damage).toMatchObject({ kind: 'truncated' });
+  });
+
+  it('bad_signature: a tail cut and re-closed with a forged checkpoint', async () => {
+    const { report } = await tamper((rs) => {
+      const kept = rs.slice(0, 16);
+      const stop = structuredClone(rs.at(-2));
+      stop.audit.seq = 16;
+      stop.audit.prev_hash = kept[15].audit.hash;
+      rehash(stop);
+      const closing = structuredClone(rs.at(-1));
+      closing.audit.seq = 17;
+      closing.audit.prev_hash = stop.audit.hash;
+      closing.audit.checkpoint.covers = { seq: 16, hash: stop.audit.hash };
+      rehash(closing);
+      return [...kept, stop, closing];
+    });
+    expect(report.damage).toMatchObject({ kind: 'bad_signature', seq: 17 });
+  });
+
+  it('accepts an open tail only when asked (a log still being written)', async () => {
+    const path = writeLog();
+    writeJsonLines(path, readJsonLines(path).slice(0, 15));
+    expect((await cli('verify', path)).code).toBe(1);
+    const live = await cli('verify', '--allow-open-tail', path);
+    expect(live.code).toBe(0);
+    expect(live.out).toContain('open tail: 4 record(s) after the last checkpoint');
+  });
+});
+
+describe('rotation and restart', () => {
+  it('continues one chain across rotated files and restarts, in any file order', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.jsonl');
+    const { privatePem } = keyPair();
+    for (let run = 0; run < 3; run++) {
+      const log = new AuditLog({
+        sinks: [fileSink({ path, maxBytes: 6_000, daily: false })],
+        service: SERVICE,
+        checkpointEvery: 7,
+        signer: loadSigner(privatePem),
+        ...(findChainEnd(path) ? { resume: findChainEnd(path)! } : {}),
+      });
+      log.append(lifecycleEntry('gatehouse/start'));
+      for (let i = 0; i < 20; i++) log.append(callEntry(run * 100 + i));
+      log.append(lifecycleEntry('gatehouse/stop'));
+      log.close();
+    }
+    const files = readdirSync(dir).map((f) => join(dir, f));
+    expect(files.length).toBeGreaterThan(3);
+    const result = await cli('verify', ...files.sort().reverse());
+    expect(result.code).toBe(0);
+    expect(result.out).toMatch(/intact: \d+ records in 1 chain\(s\)/);
+    const all = files.flatMap(readJsonLines);
+    const resumed = all.filter((r) => r.audit.resumed !== undefined);
+    expect(resumed).toHaveLength(2);
+    expect(resumed.every((r) => r.event.action === 'gatehouse/start')).toBe(true);
+  });
+
+  it('resumes after a crash that tore the last line, and says so', () => {
+    const path = writeLog();
+    const text = readFileSync(path, 'utf8');
+    writeFileSync(path, `${text}{"@timestamp":"2026-11-29T23:59:59.000Z","eve`);
+    const end = findChainEnd(path)!;
+    expect(end.damagedTail).toBe(true);
+    expect(end.seq).toBe(30 - 1);
+    expect(existsSync(path)).toBe(true);
+  });
+});

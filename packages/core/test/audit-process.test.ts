@@ -1,0 +1,139 @@
+import { generateKeyPairSync } from 'node:crypto';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { fileURLToPath } from 'node:url';
+import { main as auditCli } from '@gatehouse/audit';
+import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
+import { Writable } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { expectSchemaValid } from './schema.ts';
+
+const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
+
+function keys(dir: string): { privateKey: string; publicFile: string } {
+  const pair = generateKeyPairSync('ed25519');
+  const publicFile = join(dir, 'audit-public.pem');
+  writeFileSync(publicFile, pair.publicKey.export({ type: 'spki', format: 'pem' }));
+  return {
+    privateKey: pair.privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+    publicFile,
+  };
+}
+
+async function verify(...args: string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _e, done) {
+      out += chunk.toString();
+      done();
+    },
+  });
+  const code = await auditCli(['verify', ...args], sink, sink);
+  return { code, out };
+}
+
+const records = (path: string): Array<Record<string, any>> =>
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, any>);
+
+describe('the audit trail of a real server process', () => {
+  it('loses no record on SIGTERM under a stream of calls, and ends with a signed, verifiable chain', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-proc-'));
+    const file = join(dir, 'audit.jsonl');
+    const { privateKey, publicFile } = keys(dir);
+    const env = {
+      GATEHOUSE_TRANSPORT: 'http',
+      GATEHOUSE_PORT: '0',
+      GATEHOUSE_AUDIT_SINKS: 'file,stdout',
+      GATEHOUSE_AUDIT_FILE: file,
+      GATEHOUSE_AUDIT_CHECKPOINT_EVERY: '25',
+      GATEHOUSE_AUDIT_SIGNING_KEY: privateKey,
+    };
+    let answered = 0;
+    for (let run = 0; run < 2; run++) {
+      const server = await spawnServer(process.execPath, [demoServer], { env });
+      const workers = Array.from({ length: 6 }, async (_, w) => {
+        const { client, close } = await connectHttp(server.url!, {
+          era: w % 2 ? 'modern' : 'legacy',
+        });
+        try {
+          for (;;) {
+            await client.callTool({ name: 'demo_echo', arguments: { text: `w${w}` } });
+            answered++;
+          }
+        } catch {
+          // the server is draining or gone: this call was not answered
+        } finally {
+          await close().catch(() => undefined);
+        }
+      });
+      await new Promise((r) => setTimeout(r, 400));
+      server.child.kill('SIGTERM');
+      await Promise.all(workers);
+      expect(await server.exited()).toBe(0);
+    }
+    const all = [
+      file,
+      ...readdirSync(dir)
+        .filter((f) => f.startsWith('audit.jsonl.'))
+        .map((f) => join(dir, f)),
+    ].flatMap(records);
+    const calls = all.filter((r) => r.event.action === 'tools/call');
+    expect(answered).toBeGreaterThan(50);
+    expect(calls).toHaveLength(answered);
+    expectSchemaValid(all);
+    // One chain across both runs: the second start record continues the first run's chain.
+    expect(all.filter((r) => r.audit.resumed !== undefined)).toHaveLength(1);
+    const result = await verify('--key', publicFile, file);
+    expect(result.code, result.out).toBe(0);
+    expect(result.out).toMatch(/^intact: \d+ records in 1 chain\(s\)/);
+    expect(result.out).toMatch(/signed, (\d+) signature\(s\) verified/);
+  }, 60_000);
+
+  it('closes the chain on a crash: stop record, closing checkpoint, exit 1', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-crash-'));
+    const file = join(dir, 'audit.jsonl');
+    const connection = await connectStdio(process.execPath, [demoServer], {
+      env: { GATEHOUSE_AUDIT_SINKS: 'file', GATEHOUSE_AUDIT_FILE: file },
+    });
+    const result = await connection.client.callTool({ name: 'demo_crash', arguments: {} });
+    expect(result.content).toEqual([{ type: 'text', text: 'about to crash' }]);
+    await expect
+      .poll(() => records(file).at(-1)?.event.action, { timeout: 5_000 })
+      .toBe('audit/checkpoint');
+    await connection.close().catch(() => undefined);
+    const trail = records(file);
+    expect(trail.map((r) => [r.event.action, r.event.outcome])).toEqual([
+      ['gatehouse/start', 'success'],
+      ['tools/call', 'success'],
+      ['gatehouse/stop', 'failure'],
+      ['audit/checkpoint', 'success'],
+    ]);
+    expect(trail[2]!.gatehouse).toEqual({ reason: 'crash', error: 'Error' });
+    expect((await verify(file)).code).toBe(0);
+  });
+
+  it('records a refused configuration on stderr, names only', async () => {
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: { GATEHOUSE_LOG_LEVEL: 'loud', DEMO_TOKEN: 'short' },
+      waitForStart: false,
+    });
+    expect(await server.exited()).toBe(2);
+    const [refusal] = server.auditRecords();
+    expect(refusal).toMatchObject({
+      event: { action: 'gatehouse/config_refused', outcome: 'failure', reason: 'config_invalid' },
+      service: { name: 'demo' },
+      gatehouse: {
+        problems: [
+          expect.stringMatching(/^GATEHOUSE_LOG_LEVEL: /),
+          'DEMO_TOKEN: invalid value (hidden: secret)',
+        ],
+      },
+    });
+    expect(JSON.stringify(server.auditRecords())).not.toContain('short');
+  });
+});

@@ -1,0 +1,192 @@
+import { AuditLog } from '@gatehouse/audit';
+import type { AuditRecord, LineSink } from '@gatehouse/audit';
+import {
+  baseConfigSchema,
+  createLogger,
+  createRuntime,
+  createServerFactory,
+  lifecycleEntry,
+  loadConfig,
+  redactArgs,
+  scrubSecrets,
+} from '@gatehouse/core';
+import { connectInMemory } from '@gatehouse/testkit';
+import type { Connection } from '@gatehouse/testkit';
+import { Writable } from 'node:stream';
+import { afterEach, describe, expect, it } from 'vitest';
+import { createDemoServer } from './fixtures/demo.ts';
+import type { DemoProbe } from './fixtures/demo.ts';
+import { expectSchemaValid } from './schema.ts';
+
+/** A sink that can be told to fail like a full disk. */
+function flakySink(records: AuditRecord[]): LineSink & { broken: boolean } {
+  const sink = {
+    name: 'file:/var/log/gatehouse/audit.jsonl',
+    broken: false,
+    write(line: string) {
+      if (sink.broken)
+        throw Object.assign(new Error('no space left on device'), { code: 'ENOSPC' });
+      records.push(JSON.parse(line) as AuditRecord);
+    },
+    close: () => undefined,
+  };
+  return sink;
+}
+
+const open: Connection[] = [];
+afterEach(async () => {
+  for (const c of open.splice(0)) await c.close();
+});
+
+async function setup(env: Record<string, string> = {}) {
+  const records: AuditRecord[] = [];
+  const sink = flakySink(records);
+  const audit = new AuditLog({ sinks: [sink], service: { name: 'demo', version: '1.0.0' } });
+  const config = loadConfig(baseConfigSchema, { GATEHOUSE_ENABLE_WRITES: 'true', ...env });
+  const logger = createLogger({ destination: new Writable({ write: (_c, _e, done) => done() }) });
+  const probe: DemoProbe = { aborted: [], posted: [] };
+  const factory = createServerFactory(
+    createDemoServer({ probe }),
+    createRuntime(config, logger, { audit }),
+  );
+  const connection = await connectInMemory(factory);
+  open.push(connection);
+  return { client: connection.client, records, sink, probe, audit };
+}
+
+const text = (r: unknown): string =>
+  ((r as { content: Array<{ text?: string }> }).content ?? []).map((c) => c.text ?? '').join('');
+
+describe('the audit record of a call', () => {
+  it('keeps a redacted copy of what a write tool sent, secrets scrubbed', async () => {
+    const { client, records } = await setup();
+    const message = `deploy with token xoxb-1234567890-abcdefghij and ${'x'.repeat(1200)}`;
+    await client.callTool({ name: 'demo_post', arguments: { message } });
+    const record = records.find((r) => r.event.action === 'tools/call')!;
+    expect(record.tool).toMatchObject({ name: 'demo_post', access: 'write', read_only: false });
+    expect(record.event.type).toEqual(['change']);
+    const redacted = (record.args!.redacted as { message: string }).message;
+    expect(redacted).toContain('[REDACTED:slack-token]');
+    expect(redacted).not.toContain('xoxb-');
+    expect(redacted).toMatch(/…\[\d+ more characters\]$/);
+    expect(record.args!.sha256).toMatch(/^sha256:/);
+    expectSchemaValid(records);
+  });
+
+  it('scrubs credentials from what a tool returns, and flags it', async () => {
+    const { client, records } = await setup();
+    const result = await client.callTool({ name: 'demo_leak', arguments: {} });
+    expect(text(result)).toBe(
+      'token [REDACTED:github-token] and postgres://app:[REDACTED:password]@db.internal/prod',
+    );
+    expect(records[0]!.sanitizer).toEqual({ flags: ['secret'] });
+  });
+});
+
+describe('when the audit trail cannot be written', () => {
+  it('refuses write tools by default, says why, and keeps serving reads', async () => {
+    const { client, records, sink, probe, audit } = await setup();
+    sink.broken = true;
+    await client.callTool({ name: 'demo_echo', arguments: { text: 'noticed' } }); // the failure is found here
+    expect(audit.failures.size).toBe(1);
+    const refused = await client.callTool({ name: 'demo_post', arguments: { message: 'ship it' } });
+    expect(refused.isError).toBe(true);
+    expect(text(refused)).toBe(
+      'Refused: the audit trail cannot be written (file:/var/log/gatehouse/audit.jsonl: ENOSPC), so write tools are disabled until it recovers. Nothing was changed; tell the operator.',
+    );
+    expect(probe.posted).toEqual([]);
+    const read = await client.callTool({ name: 'demo_echo', arguments: { text: 'still here' } });
+    expect(text(read)).toBe('still here');
+    // The disk recovers: the next record is written and writes work again.
+    sink.broken = false;
+    await client.callTool({ name: 'demo_echo', arguments: { text: 'recovered' } });
+    const ok = await client.callTool({ name: 'demo_post', arguments: { message: 'ship it' } });
+    expect(text(ok)).toBe('posted 7 characters');
+    expect(records.map((r) => r.event.reason)).toEqual(['ok', 'ok']);
+    // The chain has a visible gap where the sink was down (seq 0..2 were never written).
+    expect(records.map((r) => r.audit.seq)).toEqual([3, 4]);
+  });
+
+  it('refuses every tool in refuse_all mode, and nothing in continue mode', async () => {
+    const all = await setup({ GATEHOUSE_AUDIT_ON_FAILURE: 'refuse_all' });
+    all.sink.broken = true;
+    await all.client.callTool({ name: 'demo_noop', arguments: {} });
+    const refused = await all.client.callTool({ name: 'demo_echo', arguments: { text: 'x' } });
+    expect(text(refused)).toContain('so no tool runs until it recovers');
+
+    const cont = await setup({ GATEHOUSE_AUDIT_ON_FAILURE: 'continue' });
+    cont.sink.broken = true;
+    await cont.client.callTool({ name: 'demo_noop', arguments: {} });
+    const posted = await cont.client.callTool({ name: 'demo_post', arguments: { message: 'm' } });
+    expect(text(posted)).toBe('posted 1 characters');
+  });
+});
+
+describe('lifecycle records', () => {
+  it('describe start, stop, refused configuration and authentication failures', () => {
+    const records: AuditRecord[] = [];
+    const audit = new AuditLog({
+      sinks: [flakySink(records)],
+      service: { name: 'demo', version: '1.0.0' },
+    });
+    audit.append(lifecycleEntry('gatehouse/start', { tools: [] }));
+    audit.append(
+      lifecycleEntry('gatehouse/config_refused', { problems: ['X: bad'] }, { outcome: 'failure' }),
+    );
+    audit.append(
+      lifecycleEntry(
+        'gatehouse/auth_failure',
+        { reason: 'expired token' },
+        { outcome: 'failure', sourceIp: '10.0.0.9' },
+      ),
+    );
+    audit.append(lifecycleEntry('gatehouse/stop', { reason: 'crash' }, { outcome: 'failure' }));
+    audit.close();
+    expect(records.map((r) => [r.event.action, r.event.outcome, r.event.reason])).toEqual([
+      ['gatehouse/start', 'success', 'started'],
+      ['gatehouse/config_refused', 'failure', 'config_invalid'],
+      ['gatehouse/auth_failure', 'failure', 'auth_failed'],
+      ['gatehouse/stop', 'failure', 'internal_error'],
+      ['audit/checkpoint', 'success', 'checkpoint'],
+    ]);
+    expectSchemaValid(records);
+  });
+});
+
+describe('scrubSecrets', () => {
+  it.each([
+    ['ghp_0123456789abcdefghijABCDEFGHIJ012345', 'github-token'],
+    ['github_pat_11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyz', 'github-token'],
+    ['xoxp-12345-67890-abcdefABCDEF', 'slack-token'],
+    ['https://hooks.slack.com/services/T0000/B0000/XXXXXXXXXXXXXXXXXXXX', 'slack-webhook'],
+    ['ATATT3xFfGF0abcdefghijklmnopqrstuvwxyz=1234ABCD', 'atlassian-token'],
+    ['eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlLWJ5dGVz', 'jwt'],
+    ['AKIAIOSFODNN7EXAMPLE', 'aws-access-key'],
+    ['aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY', 'aws-secret-key'],
+    [
+      '-----BEGIN PRIVATE KEY-----\nMC4CAQAwBQYDK2VwBCIEIA\n-----END PRIVATE KEY-----',
+      'private-key',
+    ],
+    ['https://deploy:hunter22@git.internal/repo.git', 'url-credentials'],
+    ['Authorization: Bearer abcdefghijklmnop0123456789', 'bearer'],
+  ])('removes %s', (secret, kind) => {
+    const { text: out, kinds } = scrubSecrets(`before ${secret} after`);
+    expect(kinds).toContain(kind);
+    expect(out).toMatch(/^before .*REDACTED.* after$/s);
+    expect(out).not.toContain(secret);
+  });
+
+  it('leaves ordinary text alone', () => {
+    const ordinary =
+      'Issue #45: eyes on the token bucket; AKIA is a prefix; see https://example.com/a@b';
+    expect(scrubSecrets(ordinary)).toEqual({ text: ordinary, kinds: [] });
+  });
+
+  it('is what the redacted argument view uses', () => {
+    expect(redactArgs({ note: 'key AKIAIOSFODNN7EXAMPLE', n: 3, nested: [{ t: 'ok' }] })).toEqual({
+      note: 'key [REDACTED:aws-access-key]',
+      n: 3,
+      nested: [{ t: 'ok' }],
+    });
+  });
+});
