@@ -7,15 +7,36 @@ import { createHash } from 'node:crypto';
  * Scheme of RFC 8785, so any language can recompute a hash.
  */
 export function canonicalJson(value: unknown): string {
-  if (Array.isArray(value)) return `[${value.map((v) => canonicalJson(v ?? null)).join(',')}]`;
-  if (value !== null && typeof value === 'object') {
-    const entries = Object.entries(value as Record<string, unknown>)
-      .filter(([, v]) => v !== undefined)
-      .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-    return `{${entries.map(([k, v]) => `${JSON.stringify(k)}:${canonicalJson(v)}`).join(',')}}`;
+  // Written for speed: this runs for every audit record.
+  switch (typeof value) {
+    case 'string':
+      return JSON.stringify(value);
+    case 'number':
+      return Number.isFinite(value) ? JSON.stringify(value) : 'null';
+    case 'boolean':
+      return value ? 'true' : 'false';
+    case 'object': {
+      if (value === null) return 'null';
+      if (Array.isArray(value)) {
+        let out = '[';
+        for (let i = 0; i < value.length; i++)
+          out += `${i ? ',' : ''}${canonicalJson(value[i] ?? null)}`;
+        return `${out}]`;
+      }
+      const record = value as Record<string, unknown>;
+      let out = '{';
+      let first = true;
+      for (const key of Object.keys(record).sort()) {
+        const member = record[key];
+        if (member === undefined) continue;
+        out += `${first ? '' : ','}${JSON.stringify(key)}:${canonicalJson(member)}`;
+        first = false;
+      }
+      return `${out}}`;
+    }
+    default:
+      return 'null';
   }
-  if (typeof value === 'number' && !Number.isFinite(value)) return 'null';
-  return JSON.stringify(value) ?? 'null';
 }
 
 /** `sha256:` + hex SHA-256 of a string. */

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { sha256Canonical } from '@gatehouse/audit';
+import { sha256, sha256Canonical } from '@gatehouse/audit';
 import type { AuditEntry, OutcomeReason } from '@gatehouse/audit';
 import {
   createRequestStateCodec,
@@ -166,7 +166,10 @@ function prepareTool(definition: ToolDefinition): PreparedTool {
   return { definition, listing, hash: sha256Canonical(listing) };
 }
 
-/** What the audit keeps of a result: its size, item count and hash, never its content. */
+/**
+ * What the audit keeps of a result: its size, item count and hash, never its content. The hash
+ * is over the JSON the core built (deterministic for a result), not a canonical form: cheaper.
+ */
 function summarize(result: unknown): {
   bytes: number;
   items: number;
@@ -179,10 +182,11 @@ function summarize(result: unknown): {
     messages?: unknown[];
     resultType?: string;
   };
+  const json = JSON.stringify(result);
   return {
-    bytes: Buffer.byteLength(JSON.stringify(result)),
+    bytes: Buffer.byteLength(json),
     items: (r.content ?? r.contents ?? r.messages ?? []).length,
-    sha256: sha256Canonical(result),
+    sha256: sha256(json),
     ...(r.resultType === 'input_required' ? { input_required: true } : {}),
   };
 }

@@ -56,17 +56,19 @@ describe('the audit trail of a real server process', () => {
     let answered = 0;
     for (let run = 0; run < 2; run++) {
       const server = await spawnServer(process.execPath, [demoServer], { env });
-      const workers = Array.from({ length: 6 }, async (_, w) => {
-        const { client, close } = await connectHttp(server.url!, {
-          era: w % 2 ? 'modern' : 'legacy',
-        });
+      const connections = await Promise.all(
+        Array.from({ length: 6 }, (_, w) =>
+          connectHttp(server.url!, { era: w % 2 ? 'modern' : 'legacy' }),
+        ),
+      );
+      const workers = connections.map(async ({ client, close }, w) => {
         try {
           for (;;) {
             await client.callTool({ name: 'demo_echo', arguments: { text: `w${w}` } });
             answered++;
           }
         } catch {
-          // the server is draining or gone: this call was not answered
+          // the server is draining or gone (503, reset, refused): this call was not answered
         } finally {
           await close().catch(() => undefined);
         }
