@@ -207,6 +207,28 @@ describe('rotation and restart', () => {
     expect(resumed.every((r) => r.event.action === 'gatehouse/start')).toBe(true);
   });
 
+  it('rotates when the UTC day changes', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.jsonl');
+    let now = new Date('2026-11-29T23:59:58Z');
+    const log = new AuditLog({
+      sinks: [fileSink({ path, maxBytes: 1 << 30, daily: true, now: () => now })],
+      service: SERVICE,
+      now: () => now,
+    });
+    log.append(lifecycleEntry('gatehouse/start', now));
+    log.append(callEntry(1, now));
+    now = new Date('2026-11-30T00:00:01Z');
+    log.append(callEntry(2, now));
+    log.append(lifecycleEntry('gatehouse/stop', now));
+    log.close();
+    const files = readdirSync(dir).sort();
+    expect(files).toEqual(['audit.jsonl', 'audit.jsonl.20261130T000001000Z']);
+    expect(readJsonLines(join(dir, files[1]!)).map((r) => r.audit.seq)).toEqual([0, 1]);
+    expect(readJsonLines(join(dir, files[0]!)).map((r) => r.audit.seq)).toEqual([2, 3, 4]);
+    expect((await cli('verify', ...files.map((f) => join(dir, f)))).code).toBe(0);
+  });
+
   it('resumes after a crash that tore the last line, and says so', () => {
     const path = writeLog();
     const text = readFileSync(path, 'utf8');

@@ -119,6 +119,37 @@ describe('the audit trail of a real server process', () => {
     expect((await verify(file)).code).toBe(0);
   });
 
+  it('refuses write tools when the audit pipe closes, says why, and reports not ready', async () => {
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', GATEHOUSE_ENABLE_WRITES: 'true' },
+    });
+    try {
+      const { client, close } = await connectHttp(server.url!);
+      // The collector reading stdout goes away: the next record meets a closed pipe (EPIPE).
+      server.child.stdout!.destroy();
+      await client.callTool({ name: 'demo_echo', arguments: { text: 'first write fails' } });
+      const refused = await client.callTool({
+        name: 'demo_post',
+        arguments: { message: 'deploy' },
+      });
+      expect(refused.isError).toBe(true);
+      expect((refused.content as Array<{ text: string }>)[0]!.text).toBe(
+        'Refused: the audit trail cannot be written (stdout: EPIPE), so write tools are disabled until it recovers. Nothing was changed; tell the operator.',
+      );
+      const read = await client.callTool({ name: 'demo_echo', arguments: { text: 'reads go on' } });
+      expect(read.content).toEqual([{ type: 'text', text: 'reads go on' }]);
+      const ready = await fetch(new URL('/readyz', server.url!));
+      expect(ready.status).toBe(503);
+      expect(await ready.json()).toEqual({
+        status: 'not_ready',
+        detail: 'the audit trail cannot be written',
+      });
+      await close();
+    } finally {
+      await server.stop();
+    }
+  });
+
   it('records a refused configuration on stderr, names only', async () => {
     const server = await spawnServer(process.execPath, [demoServer], {
       env: { GATEHOUSE_LOG_LEVEL: 'loud', DEMO_TOKEN: 'short' },
