@@ -138,7 +138,7 @@ describe('the audit trail of a real server process', () => {
       );
       const read = await client.callTool({ name: 'demo_echo', arguments: { text: 'reads go on' } });
       expect(read.content).toEqual([{ type: 'text', text: 'reads go on' }]);
-      const ready = await fetch(new URL('/readyz', server.url!));
+      const ready = await fetch(new URL('/readyz', server.url));
       expect(ready.status).toBe(503);
       expect(await ready.json()).toEqual({
         status: 'not_ready',
