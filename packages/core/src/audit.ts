@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AuditLog, fdSink, fileSink, findChainEnd, loadSigner } from '@gatehouse/audit';
 import type { AuditEntry, LineSink } from '@gatehouse/audit';
 import type { BaseConfig } from './config.js';
+import type { Principal } from './principal.js';
 import { scrubSecrets } from './secrets.js';
 
 /**
@@ -172,5 +173,50 @@ export function lifecycleEntry(
     ...(options.authMethod === undefined ? {} : { auth: { method: options.authMethod } }),
     ...(options.sourceIp === undefined ? {} : { source: { ip: options.sourceIp } }),
     gatehouse: details,
+  };
+}
+
+/**
+ * The record of a `tools/call` refused at the HTTP layer for a missing scope (403
+ * insufficient_scope): the call never reached the pipeline, so its record is written here.
+ */
+export function scopeDeniedEntry(
+  principal: Principal,
+  tool: { name: string; access: 'read' | 'write'; readOnly: boolean; hash: string },
+  scope: string,
+  peer: { sourceIp: string | undefined; userAgent: string | undefined },
+): AuditEntry {
+  const now = new Date().toISOString();
+  return {
+    '@timestamp': now,
+    event: {
+      id: randomUUID(),
+      kind: 'event',
+      category: ['api'],
+      type: [tool.access === 'write' ? 'change' : 'access', 'denied'],
+      action: 'tools/call',
+      outcome: 'failure',
+      reason: 'denied',
+      start: now,
+      duration: 0,
+    },
+    user: { id: principal.id },
+    auth: {
+      method: principal.authMethod,
+      ...(principal.credentialId === undefined ? {} : { credential_id: principal.credentialId }),
+    },
+    ...(peer.sourceIp === undefined ? {} : { source: { ip: peer.sourceIp } }),
+    ...(peer.userAgent === undefined
+      ? {}
+      : { user_agent: { original: auditMessage(peer.userAgent).slice(0, 512) } }),
+    mcp: { transport: 'http', name: tool.name },
+    tool: {
+      name: tool.name,
+      definition_hash: tool.hash,
+      access: tool.access,
+      read_only: tool.readOnly,
+    },
+    policy: { decision: 'deny', rule: 'scope' },
+    error: { type: 'InsufficientScope', message: `the principal lacks the scope ${scope}` },
   };
 }

@@ -100,10 +100,76 @@ export const baseConfigShape = {
   GATEHOUSE_READ_ONLY: envBoolean
     .default(false)
     .describe('Disable every write tool, whatever else is configured.'),
-  GATEHOUSE_AUTH: z
-    .enum(['none'])
-    .default('none')
-    .describe('HTTP authentication. `none` is accepted only on a loopback bind.'),
+  GATEHOUSE_AUTH: envList
+    .pipe(z.array(z.enum(['none', 'api_key', 'oauth'])).min(1))
+    .default(['none'])
+    .describe(
+      'HTTP authentication: none (loopback only), api_key, oauth, or api_key,oauth. stdio is local trust.',
+    ),
+  GATEHOUSE_API_KEYS: secret(z.string().min(2))
+    .optional()
+    .describe(
+      'API keys as JSON: [{"id","sha256","principal","scopes":[…]}] (SHA-256 hex of each key, never the key).',
+    ),
+  GATEHOUSE_PUBLIC_URL: z
+    .url({ protocol: /^https?$/ })
+    .optional()
+    .describe(
+      'The canonical URL of the MCP endpoint (RFC 8707 resource, OAuth audience); required for oauth.',
+    ),
+  GATEHOUSE_OAUTH_ISSUER: z.url().optional().describe('Issuer (`iss`) tokens must carry.'),
+  GATEHOUSE_OAUTH_AUDIENCE: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Audience (`aud`) tokens must carry (default: GATEHOUSE_PUBLIC_URL).'),
+  GATEHOUSE_OAUTH_JWKS_URL: z
+    .url()
+    .optional()
+    .describe("The issuer's JWKS URL (cached, refetched for unknown key ids)."),
+  GATEHOUSE_OAUTH_PUBLIC_KEY: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('A static verification key instead of JWKS: PEM (SPKI) or a JWK as JSON.'),
+  GATEHOUSE_OAUTH_ALGORITHMS: envList
+    .default(['RS256', 'PS256', 'ES256', 'EdDSA'])
+    .describe('Accepted JWS algorithms.'),
+  GATEHOUSE_OAUTH_CLOCK_SKEW_S: envInt(0, 300).default(30).describe('Tolerance for exp and nbf.'),
+  GATEHOUSE_OAUTH_AUTHORIZATION_SERVERS: envList
+    .default([])
+    .describe('Authorization servers in the RFC 9728 metadata (default: the issuer).'),
+  GATEHOUSE_ALLOW_TARGETS: envList
+    .default([])
+    .describe(
+      'Allow-list of targets (github:acme/*, slack:C0123, jira:OPS, pg:db/public); once a kind has a pattern, other targets of that kind are denied.',
+    ),
+  GATEHOUSE_RATE_READ_PER_MIN: envInt(1, 1_000_000)
+    .default(120)
+    .describe('Calls per minute of each read tool, per principal.'),
+  GATEHOUSE_RATE_WRITE_PER_MIN: envInt(1, 1_000_000)
+    .default(20)
+    .describe('Calls per minute of each write tool, per principal.'),
+  GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL: envInt(1, 10_000)
+    .default(8)
+    .describe('Calls one principal may have running at once.'),
+  GATEHOUSE_MAX_INFLIGHT: envInt(1, 100_000)
+    .default(64)
+    .describe(
+      'Calls (and HTTP requests) the process runs at once; beyond it calls get a retry hint, HTTP gets 429.',
+    ),
+  GATEHOUSE_MAX_OUTPUT_BYTES: envInt(1024, 64 * 1024 * 1024)
+    .default(256 * 1024)
+    .describe('Default size budget of a tool result or resource text (a tool may set its own).'),
+  GATEHOUSE_CONFIRM_WRITES: envBoolean
+    .default(false)
+    .describe(
+      'Ask the user to confirm each write call (elicitation / input-required) when the client can.',
+    ),
+  GATEHOUSE_CONFIRM_FALLBACK: z
+    .enum(['refuse', 'proceed'])
+    .default('refuse')
+    .describe('With GATEHOUSE_CONFIRM_WRITES, what to do when the client cannot ask the user.'),
   GATEHOUSE_STATE_KEY: secret(z.string().min(32, 'expected at least 32 characters'))
     .optional()
     .describe(
@@ -248,7 +314,7 @@ export function loadConfig<S extends z.ZodObject>(
   const base = config as unknown as BaseConfig;
   if (base.GATEHOUSE_TRANSPORT === 'http') {
     const loopback = isLoopbackHost(base.GATEHOUSE_HOST);
-    if (!loopback && base.GATEHOUSE_AUTH === 'none') {
+    if (!loopback && base.GATEHOUSE_AUTH.includes('none')) {
       problems.push(
         `GATEHOUSE_HOST: ${base.GATEHOUSE_HOST} is not a loopback address and GATEHOUSE_AUTH is none; an unauthenticated server may only listen on 127.0.0.1, ::1 or localhost`,
       );
@@ -264,6 +330,35 @@ export function loadConfig<S extends z.ZodObject>(
           `GATEHOUSE_ALLOWED_ORIGINS: "${origin}" is not an origin (expected scheme://host[:port], no path)`,
         );
       }
+    }
+  }
+  const auth = base.GATEHOUSE_AUTH;
+  if (auth.includes('none') && auth.length > 1) {
+    problems.push('GATEHOUSE_AUTH: none cannot be combined with another method');
+  }
+  if (auth.includes('api_key')) {
+    if (base.GATEHOUSE_API_KEYS === undefined) {
+      problems.push('GATEHOUSE_API_KEYS: required when GATEHOUSE_AUTH includes api_key');
+    } else {
+      problems.push(...apiKeyProblems(base.GATEHOUSE_API_KEYS));
+    }
+  }
+  if (auth.includes('oauth')) {
+    if (base.GATEHOUSE_OAUTH_ISSUER === undefined) {
+      problems.push('GATEHOUSE_OAUTH_ISSUER: required when GATEHOUSE_AUTH includes oauth');
+    }
+    if (base.GATEHOUSE_PUBLIC_URL === undefined) {
+      problems.push(
+        'GATEHOUSE_PUBLIC_URL: required when GATEHOUSE_AUTH includes oauth (it is the audience and the protected resource)',
+      );
+    }
+    if (
+      (base.GATEHOUSE_OAUTH_JWKS_URL === undefined) ===
+      (base.GATEHOUSE_OAUTH_PUBLIC_KEY === undefined)
+    ) {
+      problems.push(
+        'GATEHOUSE_OAUTH_JWKS_URL: set exactly one of GATEHOUSE_OAUTH_JWKS_URL and GATEHOUSE_OAUTH_PUBLIC_KEY',
+      );
     }
   }
   const sinks = base.GATEHOUSE_AUDIT_SINKS;
@@ -291,6 +386,37 @@ export function loadConfig<S extends z.ZodObject>(
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** One configured API key: the SHA-256 of the key (hex), never the key. */
+export const ApiKeySchema = z.strictObject({
+  id: z.string().regex(/^[\w.@:-]{1,64}$/, 'id: 1-64 characters of letters, digits and . _ @ : -'),
+  sha256: z
+    .string()
+    .regex(/^[0-9a-f]{64}$/, 'sha256: the hex SHA-256 of the key (64 lowercase hex digits)'),
+  principal: z.string().min(1).max(128),
+  scopes: z.array(z.string().min(1).max(128)).default([]),
+});
+/** A configured API key. */
+export type ApiKey = z.output<typeof ApiKeySchema>;
+
+/** Parses GATEHOUSE_API_KEYS. */
+export function parseApiKeys(text: string): ApiKey[] {
+  return z.array(ApiKeySchema).min(1).parse(JSON.parse(text));
+}
+
+function apiKeyProblems(text: string): string[] {
+  try {
+    const keys = parseApiKeys(text);
+    const ids = keys.map((k) => k.id);
+    const duplicate = ids.find((id, i) => ids.indexOf(id) !== i);
+    return duplicate === undefined ? [] : [`GATEHOUSE_API_KEYS: duplicate key id "${duplicate}"`];
+  } catch (error) {
+    if (error instanceof z.ZodError) {
+      return error.issues.map((i) => `GATEHOUSE_API_KEYS: ${i.path.join('.')}: ${i.message}`);
+    }
+    return ['GATEHOUSE_API_KEYS: not valid JSON (expected [{"id","sha256","principal","scopes"}])'];
+  }
 }
 
 /** The configuration with secret values replaced, safe to log and audit. */

@@ -44,6 +44,15 @@ export interface RequestContext {
   readonly canRequestClient: boolean;
   /** The raw SDK context, for protocol features the core does not wrap (fixtures, elicitation). */
   readonly mcp: ServerContext;
+  /** Epoch ms by which the call must be answered (pass to `withRetry`). */
+  readonly deadline: number;
+  /** Whether a target is inside the allow-list (to narrow upstream queries, e.g. a search). */
+  allows(target: string): boolean;
+  /**
+   * Frames third-party content (issue bodies, messages, rows) as untrusted data between
+   * per-call boundary markers the content cannot forge.
+   */
+  untrusted(content: string, source: string): string;
   /**
    * Seals a payload into an integrity-protected `requestState` string (HMAC, bound to the
    * principal, expiring) for an input-required result; the client cannot alter it.
@@ -59,6 +68,17 @@ export interface ToolContext extends RequestContext {
   progress(progress: number, total?: number, message?: string): Promise<void>;
   /** Sends an MCP log notification when the server declares logging and the client asked for it. */
   log(level: LoggingLevel, data: unknown): Promise<void>;
+  /** True when a write tool was called with `dry_run: true`: send nothing, return `preview(...)`. */
+  readonly dryRun: boolean;
+  /** The result of a dry run: exactly what would be sent, and a one-line summary. */
+  preview(wouldSend: unknown, summary: string): DryRunPreview;
+}
+
+/** What a write tool returns on a dry run. */
+export interface DryRunPreview {
+  readonly dryRun: true;
+  readonly summary: string;
+  readonly wouldSend: unknown;
 }
 
 /** The result of a tool with an output schema. */
@@ -73,8 +93,8 @@ export type PlainToolResult = string | { content: ContentBlock[] };
 
 /** What a tool handler returns; an `InputRequiredResult` asks the client for input (2026 MRTR). */
 export type ToolHandlerResult<O> = [O] extends [z.ZodType]
-  ? StructuredToolResult<z.output<O>> | InputRequiredResult
-  : PlainToolResult | InputRequiredResult;
+  ? StructuredToolResult<z.output<O>> | InputRequiredResult | DryRunPreview
+  : PlainToolResult | InputRequiredResult | DryRunPreview;
 
 /** A tool as data plus a handler (DESIGN §3). */
 export interface ToolDefinition<
@@ -87,17 +107,28 @@ export interface ToolDefinition<
   /** What the model reads to decide when to use the tool. */
   description: string;
   access: Access;
-  /** The scope a principal needs (`postgres:read`, `github:write`); enforced by the guard. */
+  /**
+   * The scope a principal needs (`postgres:read`, `github:write`); default `<name prefix>:<access>`
+   * (`postgres_query` → `postgres:read`). Tools whose scope the principal lacks are neither listed
+   * nor callable.
+   */
   scope?: string;
+  /** A group name the enable/disable lists accept instead of each tool name (`issues`, `comments`). */
+  toolset?: string;
   annotations: ToolAnnotations;
   /** A strict zod object (`z.strictObject`): bounded, described fields, no unknown keys. */
   input: I;
   /** Optional output schema; when set the handler returns `{ structured }`. */
   output?: O;
-  /** What the call acts on, as policy and audit see it (`github:org/repo#45`). */
-  target?(args: z.output<I>): string | undefined;
+  /**
+   * What the call acts on, as policy and audit see it (`github:org/repo#45`); every target is
+   * checked against the allow-list before the handler runs.
+   */
+  target?(args: z.output<I>): string | readonly string[] | undefined;
   /** Per-call deadline; defaults to `GATEHOUSE_TOOL_TIMEOUT_MS`. */
   deadlineMs?: number;
+  /** Size budget of the result; defaults to `GATEHOUSE_MAX_OUTPUT_BYTES`. */
+  maxOutputBytes?: number;
   /**
    * What the audit record keeps of the arguments: `shape` (default: structure and SHA-256 only)
    * or `redacted` (also the values, secrets scrubbed, long strings cut) — for write tools, whose
@@ -117,7 +148,12 @@ export type ResourceBody =
 /** A completion callback: candidate values for `value`, given the other arguments. */
 export type Completer = (
   value: string,
-  context: { arguments: Readonly<Record<string, string>>; principal: Principal },
+  context: {
+    arguments: Readonly<Record<string, string>>;
+    principal: Principal;
+    /** Whether a target is inside the allow-list (completions must not reveal others). */
+    allows: (target: string) => boolean;
+  },
 ) => Promise<readonly string[]> | readonly string[];
 
 /** A resource with a fixed URI. */
@@ -242,6 +278,11 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodType | undefine
   }
   if (definition.access === 'write' && definition.annotations.readOnlyHint) {
     throw new TypeError(`Tool ${definition.name}: a write tool cannot set readOnlyHint: true`);
+  }
+  if (definition.access === 'write' && 'dry_run' in definition.input.shape) {
+    throw new TypeError(
+      `Tool ${definition.name}: dry_run is added by the core to every write tool`,
+    );
   }
   return definition;
 }

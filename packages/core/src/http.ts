@@ -7,7 +7,11 @@ import {
   validateHostHeader,
 } from '@modelcontextprotocol/server';
 import type { AuthInfo, McpServerFactory } from '@modelcontextprotocol/server';
+import type { AuthOutcome, Authenticator } from './auth.js';
 import { isLoopbackHost } from './config.js';
+import { hasScope } from './policy.js';
+import { ANONYMOUS } from './principal.js';
+import type { Principal } from './principal.js';
 import type { ReadyResult } from './define.js';
 import type { Logger } from './logger.js';
 
@@ -25,6 +29,22 @@ export interface HttpServerOptions {
   logger: Logger;
   /** Readiness of the server's upstreams, behind `/readyz`. */
   ready?: () => Promise<ReadyResult>;
+  /** Bearer authentication; absent means `none` (loopback only). */
+  authenticator?: Authenticator;
+  /** The scope a `tools/call` of this tool needs, when the tool exists and is enabled. */
+  toolScope?: (name: string) => string | undefined;
+  /** MCP requests served at once; beyond it, 429 with Retry-After. */
+  maxInflight?: number;
+  /** Audits a refused authentication (never with the credential). */
+  onAuthFailure?: (outcome: Extract<AuthOutcome, { ok: false }>, peer: Peer) => void;
+  /** Audits a call refused for a missing scope. */
+  onScopeDenied?: (principal: Principal, tool: string, scope: string, peer: Peer) => void;
+}
+
+/** Who is on the other end of a request, for the audit trail. */
+export interface Peer {
+  sourceIp: string | undefined;
+  userAgent: string | undefined;
 }
 
 /** A running HTTP server. */
@@ -56,6 +76,21 @@ function sendJson(
     ...headers,
   });
   res.end(payload);
+}
+
+/** Reads a request body up to `limit` bytes; undefined when it is larger. */
+async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > limit) {
+      req.resume();
+      return undefined;
+    }
+    chunks.push(chunk as Buffer);
+  }
+  return Buffer.concat(chunks);
 }
 
 function rpcError(message: string): unknown {
@@ -141,6 +176,87 @@ export async function startHttpServer(
       });
       return;
     }
+    const peer: Peer = { sourceIp: req.socket.remoteAddress, userAgent: req.headers['user-agent'] };
+    let principal: Principal = ANONYMOUS;
+    if (options.authenticator !== undefined) {
+      const outcome = await options.authenticator.authenticate(req.headers.authorization);
+      if (!outcome.ok) {
+        options.onAuthFailure?.(outcome, peer);
+        sendJson(
+          res,
+          outcome.status,
+          { error: outcome.error ?? 'unauthorized', error_description: outcome.description },
+          {
+            ...(outcome.status === 503 ? { 'retry-after': '5' } : {}),
+            ...(outcome.status === 401 || outcome.status === 403
+              ? { 'www-authenticate': options.authenticator.challenge(outcome) }
+              : {}),
+          },
+        );
+        req.resume();
+        return;
+      }
+      principal = outcome.principal;
+    }
+    if (inflight >= (options.maxInflight ?? Number.POSITIVE_INFINITY)) {
+      sendJson(res, 429, rpcError('Too Many Requests: the server is at capacity'), {
+        'retry-after': '1',
+      });
+      req.resume();
+      return;
+    }
+    // Read the body here (bounded) to check a tool's scope before anything runs: a missing scope
+    // is an HTTP 403 insufficient_scope the client can step up from.
+    let body: unknown;
+    if (req.method === 'POST') {
+      const raw = await readBody(req, options.maxBodyBytes);
+      if (raw === undefined) {
+        sendJson(
+          res,
+          413,
+          rpcError(`Payload Too Large: request body must not exceed ${options.maxBodyBytes} bytes`),
+          {
+            connection: 'close',
+          },
+        );
+        return;
+      }
+      try {
+        body = JSON.parse(raw.toString('utf8'));
+      } catch {
+        sendJson(res, 400, {
+          jsonrpc: '2.0',
+          error: { code: -32700, message: 'Parse error: Invalid JSON' },
+          id: null,
+        });
+        return;
+      }
+      const call = body as { method?: unknown; params?: { name?: unknown } } | null;
+      if (call?.method === 'tools/call' && typeof call.params?.name === 'string') {
+        const scope = options.toolScope?.(call.params.name);
+        if (scope !== undefined && !hasScope(principal, scope)) {
+          options.onScopeDenied?.(principal, call.params.name, scope, peer);
+          const outcome = {
+            ok: false as const,
+            status: 403 as const,
+            error: 'insufficient_scope' as const,
+            description: `${call.params.name} needs the scope ${scope}`,
+            scope,
+          };
+          sendJson(
+            res,
+            403,
+            { error: outcome.error, error_description: outcome.description, scope },
+            {
+              'www-authenticate':
+                options.authenticator?.challenge(outcome) ??
+                `Bearer error="insufficient_scope", scope="${scope}"`,
+            },
+          );
+          return;
+        }
+      }
+    }
     // A subscriptions/listen stream lives until the client leaves; it does not hold up a drain.
     const counted = req.headers['mcp-method'] !== 'subscriptions/listen';
     if (counted) {
@@ -150,12 +266,16 @@ export async function startHttpServer(
         if (inflight === 0) idleWaiter?.();
       });
     }
-    // The SDK passes `auth` through to handlers untouched; the audit trail reads the peer address
-    // from it. (Authentication, when configured, fills in the rest of it.)
+    // The SDK passes `auth` through to handlers untouched: the principal travels in it, and the
+    // peer address for the audit trail. The token itself never does.
     const withAuth = req as IncomingMessage & { auth?: AuthInfo };
-    withAuth.auth ??= { token: '', clientId: '', scopes: [] };
-    withAuth.auth.extra = { ...withAuth.auth.extra, sourceIp: req.socket.remoteAddress };
-    await nodeHandler(withAuth as Parameters<typeof nodeHandler>[0], res);
+    withAuth.auth = {
+      token: '',
+      clientId: principal.id,
+      scopes: [...principal.scopes],
+      extra: { principal, sourceIp: peer.sourceIp },
+    };
+    await nodeHandler(withAuth as Parameters<typeof nodeHandler>[0], res, body);
   };
 
   const server = createServer((req, res) => {
@@ -176,6 +296,14 @@ export async function startHttpServer(
         if (!res.headersSent) sendJson(res, 500, rpcError('Internal Server Error'));
         else res.destroy();
       });
+    } else if (options.authenticator?.metadata?.paths.includes(url.pathname)) {
+      const document = options.authenticator.metadata.document;
+      probe(() =>
+        sendJson(res, 200, document, {
+          'access-control-allow-origin': '*',
+          'cache-control': 'max-age=3600',
+        }),
+      );
     } else if (url.pathname === '/healthz') {
       probe(() => sendJson(res, 200, { status: 'ok' }));
     } else if (url.pathname === '/readyz') {

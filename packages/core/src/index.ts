@@ -10,7 +10,10 @@ export {
   redactArgs,
 } from './audit.js';
 export type { AuditFailureMode, AuditWriter } from './audit.js';
+export { createAuthenticator } from './auth.js';
+export type { AuthOutcome, Authenticator, ResourceMetadata } from './auth.js';
 export {
+  ApiKeySchema,
   baseConfigSchema,
   baseConfigShape,
   configTable,
@@ -21,15 +24,17 @@ export {
   envList,
   isLoopbackHost,
   loadConfig,
+  parseApiKeys,
   redactConfig,
   secret,
   secretKeys,
 } from './config.js';
-export type { BaseConfig, ConfigVariable, LoadConfigOptions } from './config.js';
+export type { ApiKey, BaseConfig, ConfigVariable, LoadConfigOptions } from './config.js';
 export { definePrompt, defineResource, defineServer, defineTool } from './define.js';
 export type {
   Access,
   Completer,
+  DryRunPreview,
   PlainToolResult,
   PromptArgument,
   PromptDefinition,
@@ -50,17 +55,27 @@ export type {
 export { ConfigError, ToolError, UpstreamError } from './errors.js';
 export type { UpstreamErrorOptions } from './errors.js';
 export { originAllowed, startHttpServer } from './http.js';
-export type { HttpServerOptions, RunningHttpServer } from './http.js';
+export type { HttpServerOptions, Peer, RunningHttpServer } from './http.js';
+export { Limits, memoryLimiter } from './limits.js';
+export type { LimiterFactory, Limited } from './limits.js';
 export { REDACT_PATHS, createLogger } from './logger.js';
 export type { Logger, LoggerOptions } from './logger.js';
 export { paginate } from './pagination.js';
-export { createToolPolicy, unknownToolNames } from './policy.js';
+export {
+  createAllowList,
+  createToolPolicy,
+  hasScope,
+  toolScope,
+  unknownToolNames,
+} from './policy.js';
 export type { Decision, Policy } from './policy.js';
 export { ANONYMOUS, localPrincipal } from './principal.js';
 export type { AuthMethod, Principal } from './principal.js';
+export { isRetryable, withRetry } from './retry.js';
+export type { RetryOptions } from './retry.js';
 export { EXIT, createRuntime, runServer } from './run.js';
 export type { RunServerOptions, RunningServer } from './run.js';
-export { sanitizeDeep, sanitizeText } from './sanitize.js';
+export { frameUntrusted, sanitizeDeep, sanitizeText, truncateText } from './sanitize.js';
 export { scrubSecrets } from './secrets.js';
 export type { SanitizeFlag, Sanitized } from './sanitize.js';
 export {

@@ -13,11 +13,14 @@ export interface Principal {
   readonly credentialId?: string;
 }
 
-/** The principal of an unauthenticated HTTP caller on a loopback bind. */
+/**
+ * The principal of an unauthenticated HTTP caller. Only possible on a loopback bind
+ * (`GATEHOUSE_AUTH=none`), which is local trust like stdio: every scope.
+ */
 export const ANONYMOUS: Principal = Object.freeze({
   id: 'anonymous',
   authMethod: 'none',
-  scopes: Object.freeze([]),
+  scopes: Object.freeze(['*']),
 });
 
 /** The principal of the local operator on stdio (local trust: whoever started the process). */

@@ -2,7 +2,7 @@ import { userInfo } from 'node:os';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type * as z from 'zod';
 import { fdSink, AuditLog } from '@gatehouse/audit';
-import { lifecycleEntry, openAuditLog } from './audit.js';
+import { lifecycleEntry, openAuditLog, scopeDeniedEntry } from './audit.js';
 import type { AuditWriter } from './audit.js';
 import { loadConfig, redactConfig, secretKeys } from './config.js';
 import type { BaseConfig } from './config.js';
@@ -12,7 +12,9 @@ import { startHttpServer } from './http.js';
 import type { RunningHttpServer } from './http.js';
 import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
-import { createToolPolicy, unknownToolNames } from './policy.js';
+import { createAuthenticator } from './auth.js';
+import { Limits } from './limits.js';
+import { createToolPolicy, toolScope, unknownToolNames } from './policy.js';
 import { ANONYMOUS, localPrincipal } from './principal.js';
 import type { Principal } from './principal.js';
 import { InflightTracker, createServerFactory, describeTools } from './server.js';
@@ -60,7 +62,15 @@ export function createRuntime(
     auditFailureMode: config.GATEHOUSE_AUDIT_ON_FAILURE,
     transport,
     toolTimeoutMs: config.GATEHOUSE_TOOL_TIMEOUT_MS,
-    principal: (): Principal => (transport === 'stdio' ? operator : ANONYMOUS),
+    principal: (ctx): Principal =>
+      transport === 'stdio'
+        ? operator
+        : ((ctx.authInfo?.extra as { principal?: Principal } | undefined)?.principal ?? ANONYMOUS),
+    limits: new Limits(config),
+    maxOutputBytes: config.GATEHOUSE_MAX_OUTPUT_BYTES,
+    ...(config.GATEHOUSE_CONFIRM_WRITES
+      ? { confirmWrites: { fallback: config.GATEHOUSE_CONFIRM_FALLBACK } }
+      : {}),
     ...(options.inflight === undefined ? {} : { inflight: options.inflight }),
     ...(config.GATEHOUSE_STATE_KEY === undefined ? {} : { stateKey: config.GATEHOUSE_STATE_KEY }),
   };
@@ -152,7 +162,19 @@ export async function runServer<S extends z.ZodObject>(
       onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
     });
   } else {
+    const hashes = new Map(describeTools(definition).map((t) => [t.name, t.definition_hash]));
+    const enabled = (name: string) => {
+      const tool = definition.tools.find((t) => t.name === name);
+      return tool !== undefined &&
+        runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow
+        ? tool
+        : undefined;
+    };
     try {
+      const authenticator = createAuthenticator(base, {
+        scopes: definition.tools.map(toolScope),
+        resourceName: definition.title ?? definition.name,
+      });
       http = await startHttpServer(factory, {
         host: base.GATEHOUSE_HOST,
         port: base.GATEHOUSE_PORT,
@@ -162,6 +184,43 @@ export async function runServer<S extends z.ZodObject>(
         maxBodyBytes: base.GATEHOUSE_MAX_BODY_BYTES,
         logger: log,
         ready,
+        ...(authenticator === undefined ? {} : { authenticator }),
+        toolScope: (name) => {
+          const tool = enabled(name);
+          return tool === undefined ? undefined : toolScope(tool);
+        },
+        maxInflight: base.GATEHOUSE_MAX_INFLIGHT,
+        onAuthFailure: (outcome, peer) =>
+          audit.append(
+            lifecycleEntry(
+              'gatehouse/auth_failure',
+              {
+                status: outcome.status,
+                error: outcome.error ?? 'missing_credentials',
+                description: outcome.description,
+              },
+              {
+                outcome: 'failure',
+                ...(peer.sourceIp === undefined ? {} : { sourceIp: peer.sourceIp }),
+              },
+            ),
+          ),
+        onScopeDenied: (principal, name, scope, peer) => {
+          const tool = enabled(name)!;
+          audit.append(
+            scopeDeniedEntry(
+              principal,
+              {
+                name,
+                access: tool.access,
+                readOnly: tool.annotations.readOnlyHint,
+                hash: hashes.get(name)!,
+              },
+              scope,
+              peer,
+            ),
+          );
+        },
       });
     } catch (error) {
       log.fatal({ err: error }, 'could not listen');

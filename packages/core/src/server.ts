@@ -10,11 +10,15 @@ import {
   ResourceNotFoundError,
   Server,
   UriTemplate,
+  inputRequired,
+  inputResponse,
   isInputRequiredResult,
 } from '@modelcontextprotocol/server';
 import type {
   CallToolResult,
+  ClientCapabilities,
   ContentBlock,
+  InputRequiredResult,
   McpRequestContext,
   ReadResourceResult,
   ServerCapabilities,
@@ -32,15 +36,17 @@ import type {
   StaticResourceDefinition,
   StructuredToolResult,
   TemplateResourceDefinition,
+  DryRunPreview,
   ToolContext,
   ToolDefinition,
 } from './define.js';
+import type { Limits } from './limits.js';
 import { ToolError, UpstreamError } from './errors.js';
 import type { Logger } from './logger.js';
 import { paginate } from './pagination.js';
 import type { Decision, Policy } from './policy.js';
 import type { Principal } from './principal.js';
-import { sanitizeDeep, sanitizeText } from './sanitize.js';
+import { frameUntrusted, sanitizeDeep, sanitizeText, truncateText } from './sanitize.js';
 import type { SanitizeFlag } from './sanitize.js';
 
 /** Everything the pipeline needs besides the definition; built once per process. */
@@ -61,6 +67,12 @@ export interface Runtime {
   readonly inflight?: InflightTracker;
   /** HMAC key for request state; random per process when absent (single replica only). */
   readonly stateKey?: string;
+  /** Rate, concurrency and in-flight limits; none when absent. */
+  readonly limits?: Limits;
+  /** Default size budget of a tool result or resource text, in bytes. */
+  readonly maxOutputBytes?: number;
+  /** Ask the user to confirm write calls, and what to do when the client cannot ask. */
+  readonly confirmWrites?: { readonly fallback: 'refuse' | 'proceed' };
 }
 
 /** Counts in-flight calls and aborts them when a drain deadline passes. */
@@ -141,9 +153,16 @@ const MAX_COMPLETIONS = 100;
 /** A tool prepared once per process: its listing and the hash of that listing. */
 interface PreparedTool {
   readonly definition: ToolDefinition;
+  /** The schema calls are validated with: the tool's, plus `dry_run` for write tools. */
+  readonly input: z.ZodObject;
   readonly listing: Tool;
   readonly hash: string;
 }
+
+const DRY_RUN = z
+  .boolean()
+  .optional()
+  .describe('Preview: return exactly what would be sent, and send nothing.');
 
 interface PreparedTemplate {
   readonly definition: TemplateResourceDefinition;
@@ -151,11 +170,15 @@ interface PreparedTemplate {
 }
 
 function prepareTool(definition: ToolDefinition): PreparedTool {
+  const input =
+    definition.access === 'write'
+      ? definition.input.extend({ dry_run: DRY_RUN })
+      : definition.input;
   const listing: Tool = {
     name: definition.name,
     title: definition.title,
     description: definition.description,
-    inputSchema: z.toJSONSchema(definition.input, { io: 'input' }) as Tool['inputSchema'],
+    inputSchema: z.toJSONSchema(input, { io: 'input' }) as Tool['inputSchema'],
     annotations: { title: definition.title, ...definition.annotations },
   };
   if (definition.output !== undefined) {
@@ -163,7 +186,7 @@ function prepareTool(definition: ToolDefinition): PreparedTool {
       io: 'output',
     });
   }
-  return { definition, listing, hash: sha256Canonical(listing) };
+  return { definition, input, listing, hash: sha256Canonical(listing) };
 }
 
 /**
@@ -428,7 +451,14 @@ export function createServerFactory(
                 ...(tool?.auditArgs === 'redacted' ? { redacted: redactArgs(attempt.args) } : {}),
               },
             }),
-        ...(extra.result === undefined ? {} : { result: summarize(extra.result) }),
+        ...(extra.result === undefined
+          ? {}
+          : {
+              result: {
+                ...summarize(extra.result),
+                ...(extra.flags?.has('truncated') ? { truncated: true } : {}),
+              },
+            }),
         ...(extra.decision === undefined
           ? {}
           : {
@@ -481,15 +511,21 @@ export function createServerFactory(
       return `Refused: the audit trail cannot be written (${sink}: ${code}), so ${failureMode === 'refuse_all' ? 'no tool runs' : 'write tools are disabled'} until it recovers. Nothing was changed; tell the operator.`;
     };
 
+    const allows = (t: string): boolean => policy.targetAllowed(t).allow;
     const requestContextFor = (
       sctx: ServerContext,
       eventId: string,
       signal: AbortSignal,
+      deadline = Date.now() + runtime.toolTimeoutMs,
     ): RequestContext => {
       let child: Logger | undefined;
+      const nonce = randomBytes(6).toString('hex');
       return {
         principal,
         signal,
+        deadline,
+        allows,
+        untrusted: (content, source) => frameUntrusted(content, source, nonce),
         // Created on first use: most calls never log, and a child logger is not free.
         get logger() {
           return (child ??= logger.child({ eventId }));
@@ -507,6 +543,76 @@ export function createServerFactory(
       cancel: sctx.mcpReq.signal,
       shutdown: runtime.inflight?.signal,
     });
+
+    // ---- human in the loop ---------------------------------------------------------------
+
+    const clientCapabilities = (sctx: ServerContext): ClientCapabilities | undefined =>
+      era === 'modern'
+        ? ((sctx.mcpReq.envelope as Record<string, unknown> | undefined)?.[
+            'io.modelcontextprotocol/clientCapabilities'
+          ] as ClientCapabilities | undefined)
+        : server.getClientCapabilities();
+    const confirmationOf = (tool: ToolDefinition, args: unknown): string =>
+      sha256Canonical({ tool: tool.name, args });
+
+    /** Whether a write may run now: confirmed, to be asked, or refused (with the reason). */
+    const confirmWrite = async (
+      sctx: ServerContext,
+      tool: ToolDefinition,
+      args: unknown,
+    ): Promise<'confirmed' | 'ask' | { refusal: string }> => {
+      const state = sctx.mcpReq.requestState<{ confirm?: string }>();
+      if (state?.confirm !== undefined) {
+        // The state is verified (HMAC, bound to method and caller) before this handler runs;
+        // it must name exactly these arguments.
+        if (state.confirm !== confirmationOf(tool, args)) {
+          return {
+            refusal:
+              'The confirmation was given for different arguments; nothing was sent. Call again.',
+          };
+        }
+        const answer = inputResponse(sctx.mcpReq.inputResponses, 'confirm');
+        if (
+          answer.kind === 'elicit' &&
+          answer.action === 'accept' &&
+          answer.content?.confirm === true
+        )
+          return 'confirmed';
+        return { refusal: 'The user did not confirm this write; nothing was sent.' };
+      }
+      const canAsk =
+        clientCapabilities(sctx)?.elicitation !== undefined &&
+        (era === 'modern' || runtime.transport !== 'http');
+      if (canAsk) return 'ask';
+      if (runtime.confirmWrites?.fallback === 'proceed') return 'confirmed';
+      return {
+        refusal:
+          "This write needs the user's confirmation, but this client cannot ask the user (no elicitation support, or a 2025-era client over stateless HTTP). Nothing was sent. Call it with dry_run: true to preview it, or ask the operator.",
+      };
+    };
+
+    const askToConfirm = async (
+      sctx: ServerContext,
+      tool: ToolDefinition,
+      args: unknown,
+    ): Promise<InputRequiredResult> =>
+      inputRequired({
+        inputRequests: {
+          confirm: inputRequired.elicit({
+            message: sanitizeText(
+              `Allow ${tool.title} (${tool.name}) with ${JSON.stringify(redactArgs(args))}?`,
+            ).text,
+            requestedSchema: {
+              type: 'object',
+              properties: {
+                confirm: { type: 'boolean', title: 'Allow this change', default: false },
+              },
+              required: ['confirm'],
+            },
+          }),
+        },
+        requestState: await stateCodec.mint({ confirm: confirmationOf(tool, args) }, sctx),
+      });
 
     // ---- tools ---------------------------------------------------------------------------
 
@@ -540,7 +646,7 @@ export function createServerFactory(
         return refused;
       }
 
-      const parsed = tool.input.safeParse(request.params.arguments ?? {});
+      const parsed = prepared.input.safeParse(request.params.arguments ?? {});
       if (!parsed.success) {
         const text = `Invalid arguments for ${name}:\n${z.prettifyError(parsed.error)}`;
         const invalid = toolErrorResult(text);
@@ -551,12 +657,45 @@ export function createServerFactory(
         });
         return invalid;
       }
-      const args = parsed.data;
-      let target: string | undefined;
+      const { dry_run: dryRunArg, ...args } = parsed.data as Record<string, unknown> & {
+        dry_run?: boolean;
+      };
+      const dryRun = dryRunArg === true;
+      let targets: readonly string[];
       try {
-        target = tool.target?.(args);
+        const declared = tool.target?.(args);
+        targets =
+          declared === undefined ? [] : typeof declared === 'string' ? [declared] : declared;
       } catch (error) {
         logger.error({ err: error, tool: name, eventId }, 'tool target function threw');
+        const failed = toolErrorResult(
+          `${name} could not determine its target (incident ${eventId}).`,
+        );
+        finish(sctx, attempt, 'internal_error', { decision, error, result: failed });
+        return failed;
+      }
+      const target = targets.length === 0 ? undefined : targets.join(' ');
+
+      // Allow-list: every target the call acts on, before anything runs.
+      for (const t of targets) {
+        const allowed = policy.targetAllowed(t);
+        if (!allowed.allow) {
+          const denied = toolErrorResult(`Denied: ${allowed.reason}. Pick an allowed target.`);
+          finish(sctx, attempt, 'denied', { target, decision: allowed, result: denied });
+          return denied;
+        }
+      }
+
+      // Abuse limits: rate per principal and tool, concurrency per principal, the global cap.
+      const slot = (await runtime.limits?.acquire(principal, tool)) ?? (() => undefined);
+      if (typeof slot !== 'function') {
+        const limited = toolErrorResult(slot.message);
+        finish(sctx, attempt, 'rate_limited', {
+          target,
+          decision: { allow: false, rule: slot.rule, reason: slot.message },
+          result: limited,
+        });
+        return limited;
       }
 
       const done = runtime.inflight?.enter();
@@ -565,11 +704,36 @@ export function createServerFactory(
       let lastProgress = Number.NEGATIVE_INFINITY;
       let finished = false;
       try {
-        const result = await withDeadline(
-          tool.deadlineMs ?? runtime.toolTimeoutMs,
-          abortSources(sctx),
-          (signal) => {
-            const ctx: ToolContext = Object.assign(requestContextFor(sctx, eventId, signal), {
+        // Human in the loop: a write asks the user first, when configured and possible.
+        if (tool.access === 'write' && !dryRun && runtime.confirmWrites !== undefined) {
+          const gate = await confirmWrite(sctx, tool, args);
+          if (gate !== 'confirmed') {
+            const answer =
+              gate === 'ask' ? await askToConfirm(sctx, tool, args) : toolErrorResult(gate.refusal);
+            const reason = gate === 'ask' ? 'ok' : 'denied';
+            finish(sctx, attempt, reason, {
+              target,
+              decision:
+                gate === 'ask'
+                  ? decision
+                  : { allow: false, rule: 'confirmation', reason: gate.refusal },
+              result: answer,
+            });
+            return answer;
+          }
+        }
+        const deadlineMs = tool.deadlineMs ?? runtime.toolTimeoutMs;
+        const deadline = Date.now() + deadlineMs;
+        const result = await withDeadline(deadlineMs, abortSources(sctx), (signal) => {
+          const ctx: ToolContext = Object.assign(
+            requestContextFor(sctx, eventId, signal, deadline),
+            {
+              dryRun,
+              preview: (wouldSend: unknown, summary: string): DryRunPreview => ({
+                dryRun: true,
+                summary,
+                wouldSend,
+              }),
               progress: async (progress: number, total?: number, message?: string) => {
                 if (progressToken === undefined || finished || progress <= lastProgress) return;
                 lastProgress = progress;
@@ -586,19 +750,43 @@ export function createServerFactory(
               log: async (level: Parameters<ToolContext['log']>[0], data: unknown) => {
                 if (!finished) await sctx.mcpReq.log(level, sanitizeDeep(data, flags));
               },
-            });
-            return tool.handler(args, ctx);
-          },
-        );
+            },
+          );
+          return tool.handler(args, ctx);
+        });
         finished = true;
         if (isInputRequiredResult(result)) {
           const clean = sanitizeDeep(result, flags);
           finish(sctx, attempt, 'ok', { target, decision, flags, result: clean });
           return clean;
         }
+        const budget = tool.maxOutputBytes ?? runtime.maxOutputBytes ?? Number.POSITIVE_INFINITY;
         let callResult: CallToolResult;
-        if (typeof result === 'string') {
-          callResult = { content: [{ type: 'text', text: sanitizeText(result, flags).text }] };
+        if (isDryRunPreview(result)) {
+          if (!dryRun) throw new TypeError(`${name} returned a dry-run preview for a real call`);
+          const body = sanitizeDeep(result.wouldSend, flags);
+          callResult = {
+            content: [
+              {
+                type: 'text',
+                text: truncateText(
+                  `DRY RUN — nothing was sent. ${sanitizeText(result.summary, flags).text}\nThis is exactly what would be sent:\n${JSON.stringify(body, null, 2)}`,
+                  budget,
+                  flags,
+                ),
+              },
+            ],
+          };
+        } else if (dryRun) {
+          throw new TypeError(
+            `${name} ignored dry_run: it must return ctx.preview(...) without sending anything`,
+          );
+        } else if (typeof result === 'string') {
+          callResult = {
+            content: [
+              { type: 'text', text: truncateText(sanitizeText(result, flags).text, budget, flags) },
+            ],
+          };
         } else if ('structured' in result) {
           const structuredResult = result as StructuredToolResult<unknown>;
           const checked = tool.output?.safeParse(structuredResult.structured);
@@ -611,13 +799,28 @@ export function createServerFactory(
             structuredResult.structured as Record<string, unknown>,
             flags,
           );
+          const json = JSON.stringify(structured);
+          if (Buffer.byteLength(json) > budget) {
+            const tooBig = toolErrorResult(
+              `The result of ${name} is ${Buffer.byteLength(json)} bytes, over its ${budget}-byte budget. Narrow the request (filters, limits, fewer fields).`,
+            );
+            finish(sctx, attempt, 'tool_error', {
+              target,
+              decision,
+              flags: flags.add('truncated'),
+              result: tooBig,
+            });
+            return tooBig;
+          }
           const text =
             structuredResult.text === undefined
-              ? JSON.stringify(structured)
-              : sanitizeText(structuredResult.text, flags).text;
+              ? json
+              : truncateText(sanitizeText(structuredResult.text, flags).text, budget, flags);
           callResult = { content: [{ type: 'text', text }], structuredContent: structured };
         } else {
-          callResult = { content: sanitizeDeep(result.content, flags) };
+          callResult = {
+            content: budgetContent(sanitizeDeep(result.content, flags), budget, flags),
+          };
         }
         finish(sctx, attempt, 'ok', { target, decision, flags, result: callResult });
         return server.projectCallToolResult(callResult, prepared.listing.outputSchema);
@@ -628,6 +831,7 @@ export function createServerFactory(
         if (result === undefined) throw error;
         return result;
       } finally {
+        slot();
         releaseAfterResponse(done);
       }
     });
@@ -648,9 +852,14 @@ export function createServerFactory(
             ...(r.mimeType === undefined ? {} : { mimeType: r.mimeType }),
           });
         }
-        for (const { definition: t } of templates) {
+        for (const { definition: t, template } of templates) {
           if (t.list === undefined) continue;
           for (const item of await t.list(ctx)) {
+            // A listing shows only what a read would allow.
+            const match = template.match(item.uri);
+            const variables = match === null ? {} : flatVariables(match);
+            const itemTarget = t.target?.(variables);
+            if (itemTarget !== undefined && !allows(itemTarget)) continue;
             listed.push({ ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }), ...item });
           }
         }
@@ -699,9 +908,7 @@ export function createServerFactory(
           for (const { definition: t, template } of templates) {
             const match = template.match(uri);
             if (match === null) continue;
-            const variables = Object.fromEntries(
-              Object.entries(match).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
-            );
+            const variables = flatVariables(match);
             read = (ctx) => t.read(uri, variables, ctx);
             target = t.target?.(variables);
             break;
@@ -710,6 +917,15 @@ export function createServerFactory(
         if (read === undefined) {
           finish(sctx, attempt, 'not_found');
           throw new ResourceNotFoundError(uri);
+        }
+        if (target !== undefined) {
+          const allowed = policy.targetAllowed(target);
+          if (!allowed.allow) {
+            finish(sctx, attempt, 'denied', { target, decision: allowed });
+            throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Denied: ${allowed.reason}`, {
+              uri: sanitizeText(uri).text,
+            });
+          }
         }
         const done = runtime.inflight?.enter();
         const flags = new Set<SanitizeFlag>();
@@ -722,7 +938,16 @@ export function createServerFactory(
             throw new ResourceNotFoundError(uri);
           }
           const contents = contentFromBody(uri, body).map((c) =>
-            'text' in c ? { ...c, text: sanitizeText(c.text, flags).text } : c,
+            'text' in c
+              ? {
+                  ...c,
+                  text: truncateText(
+                    sanitizeText(c.text, flags).text,
+                    runtime.maxOutputBytes ?? Infinity,
+                    flags,
+                  ),
+                }
+              : c,
           );
           finish(sctx, attempt, 'ok', { target, flags, result: { contents } });
           return { contents };
@@ -797,7 +1022,7 @@ export function createServerFactory(
     if (capabilities.completions) {
       server.setRequestHandler('completion/complete', async (request) => {
         const { ref, argument } = request.params;
-        const context = { arguments: request.params.context?.arguments ?? {}, principal };
+        const context = { arguments: request.params.context?.arguments ?? {}, principal, allows };
         let values: readonly string[];
         if (ref.type === 'ref/prompt') {
           const prompt = prompts.get(ref.name);
@@ -848,6 +1073,50 @@ export function createServerFactory(
  */
 function releaseAfterResponse(done: (() => void) | undefined): void {
   if (done) setImmediate(done);
+}
+
+/** URI template variables as plain strings (exploded lists joined with commas). */
+function flatVariables(match: Record<string, string | string[]>): Record<string, string> {
+  return Object.fromEntries(
+    Object.entries(match).map(([k, v]) => [k, Array.isArray(v) ? v.join(',') : v]),
+  );
+}
+
+function isDryRunPreview(value: unknown): value is DryRunPreview {
+  return (
+    typeof value === 'object' && value !== null && (value as { dryRun?: unknown }).dryRun === true
+  );
+}
+
+/** Keeps content blocks within a byte budget, cutting text with an honest marker. */
+function budgetContent(
+  content: ContentBlock[],
+  budget: number,
+  flags: Set<SanitizeFlag>,
+): ContentBlock[] {
+  let remaining = budget;
+  const kept: ContentBlock[] = [];
+  for (const block of content) {
+    const size =
+      block.type === 'text'
+        ? Buffer.byteLength(block.text)
+        : Buffer.byteLength(JSON.stringify(block));
+    if (size <= remaining) {
+      kept.push(block);
+      remaining -= size;
+    } else if (block.type === 'text' && remaining > 200) {
+      kept.push({ ...block, text: truncateText(block.text, remaining, flags) });
+      remaining = 0;
+    } else {
+      flags.add('truncated');
+      kept.push({
+        type: 'text',
+        text: `…[truncated: ${content.length - kept.length} more content block(s) not shown; narrow the request]`,
+      });
+      break;
+    }
+  }
+  return kept;
 }
 
 /** The -32602 for a name that does not exist (or that the policy hides: same answer). */

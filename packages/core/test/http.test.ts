@@ -240,6 +240,20 @@ describe('HTTP lifecycle', () => {
     expect(record!.event.reason).toBe('cancelled');
   });
 
+  it('answers 429 with Retry-After when the process is at its in-flight cap', async () => {
+    const server = await start({ GATEHOUSE_MAX_INFLIGHT: '1' });
+    started.push(server);
+    const { client, close } = await connectHttp(server.url!);
+    const slow = client.callTool({ name: 'demo_slow', arguments: { ms: 800 } });
+    await new Promise((r) => setTimeout(r, 200));
+    const refused = await raw(server.url!, { headers: MCP_HEADERS, body: INITIALIZE });
+    expect(refused.status).toBe(429);
+    expect(refused.headers['retry-after']).toBe('1');
+    expect((await slow).content).toEqual([{ type: 'text', text: 'waited 800 ms' }]);
+    expect((await raw(server.url!, { headers: MCP_HEADERS, body: INITIALIZE })).status).toBe(200);
+    await close();
+  });
+
   it('refuses to listen unauthenticated beyond loopback', async () => {
     const server = await spawnServer(process.execPath, [demoServer], {
       env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_HOST: '0.0.0.0', GATEHOUSE_PORT: '0' },

@@ -195,7 +195,7 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     expect(new Set(seen).size).toBe(seen.length);
-    expect(seen).toHaveLength(9 + 12); // 10 demo tools minus the write tool, plus 12 extras
+    expect(seen).toHaveLength(10 + 12); // 11 demo tools minus the write tool, plus 12 extras
     for (const bad of ['not-a-cursor', Buffer.from('{"v":1,"o":9999}').toString('base64url')]) {
       const error = await rpcError(
         client.request({ method: 'tools/list', params: { cursor: bad } }),
@@ -439,17 +439,19 @@ describe('policy: tools/list shows exactly what tools/call permits', () => {
     const mismatches: string[] = [];
     for (const name of all) {
       const args =
-        name === 'demo_echo'
-          ? { text: 'x' }
-          : name === 'demo_post'
-            ? { message: 'm' }
-            : name === 'demo_stats'
-              ? { values: [1] }
-              : name === 'demo_fail'
-                ? { kind: 'tool' }
-                : name === 'demo_slow'
-                  ? { ms: 0 }
-                  : {};
+        name === 'demo_issue'
+          ? { board: 'general' }
+          : name === 'demo_echo'
+            ? { text: 'x' }
+            : name === 'demo_post'
+              ? { message: 'm' }
+              : name === 'demo_stats'
+                ? { values: [1] }
+                : name === 'demo_fail'
+                  ? { kind: 'tool' }
+                  : name === 'demo_slow'
+                    ? { ms: 0 }
+                    : {};
       let callable: boolean;
       try {
         await client.callTool({ name, arguments: args });

@@ -139,7 +139,9 @@ describe('stdio process behaviour', () => {
     const server = rawServer({ GATEHOUSE_TOOLS_DISABLE: 'demo_echo,demo_ecko' });
     const [code] = await server.exit;
     expect(code).toBe(2);
-    expect(server.stderr()).toContain('GATEHOUSE_TOOLS_DISABLE: no tool named "demo_ecko"');
+    expect(server.stderr()).toContain(
+      'GATEHOUSE_TOOLS_DISABLE: no tool or toolset named "demo_ecko"',
+    );
   });
 
   it('reads secrets from NAME_FILE and never logs them', async () => {

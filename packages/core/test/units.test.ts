@@ -180,7 +180,9 @@ describe('sanitizeText', () => {
     expect(sanitizeText('🏴󠁧󠁢󠁷󠁬󠁳󠁿').text).toBe('🏴󠁧󠁢󠁷󠁬󠁳󠁿');
   });
   it('removes C1 controls and OSC sequences (terminal hyperlinks)', () => {
-    expect(sanitizeText('a\u0085b\u009bc').text).toBe('abc');
+    expect(sanitizeText('a\u0085b\u0086c').text).toBe('abc');
+    // An 8-bit C1 CSI is removed; what followed it is inert text.
+    expect(sanitizeText('a\u009b31mb').text).toBe('a31mb');
     expect(sanitizeText('\u001b]8;;https://evil.example\u0007click\u001b]8;;\u0007').text).toBe(
       'click',
     );

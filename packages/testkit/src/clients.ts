@@ -86,8 +86,18 @@ export async function connectHttp(
   options: ClientOptions & { headers?: Record<string, string> } = {},
 ): Promise<Connection> {
   const client = createClient(options);
+  const extra = options.headers;
+  // Headers go on every request, the era probe included (a fetch wrapper, not requestInit).
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    ...(options.headers === undefined ? {} : { requestInit: { headers: options.headers } }),
+    ...(extra === undefined
+      ? {}
+      : {
+          fetch: (input: string | URL, init?: RequestInit) => {
+            const headers = new Headers(init?.headers);
+            for (const [k, v] of Object.entries(extra)) headers.set(k, v);
+            return fetch(input, { ...init, headers });
+          },
+        }),
   });
   await client.connect(transport);
   return { client, close: () => client.close() };

@@ -16,3 +16,5 @@ export type {
   ServerProcess,
   StdioConnection,
 } from './clients.js';
+export { startTestIssuer } from './oauth.js';
+export type { TestIssuer } from './oauth.js';
