@@ -43,18 +43,43 @@ const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 const ZERO_WIDTH = /[\u00ad\u115f\u1160\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/g;
 // Remaining format characters (\p{Cf}) not handled above, except the Arabic/Syriac marks
 // that are part of real text, joiners and tags (handled in context).
-const OTHER_FORMAT =
-  /(?![\u0600-\u0605\u06dd\u070f\u08e2\u200c-\u200d\u{e0001}-\u{e007f}])[\p{Cf}]/gu;
+const OTHER_FORMAT = /\p{Cf}/gu;
+const FORMAT_KEPT = /^[\u0600-\u0605\u06dd\u070f\u08e2\u200c-\u200d\u{e0001}-\u{e007f}]$/u;
+const keepFormat = (match: string): boolean => FORMAT_KEPT.test(match);
 // Tag characters are legitimate only inside an emoji tag sequence (subdivision flags).
 const TAG_SEQUENCE_OR_TAG = /\u{1f3f4}[\u{e0020}-\u{e007e}]+\u{e007f}|[\u{e0000}-\u{e007f}]/gu;
 // Variation selectors: VS15/VS16 after an emoji or keycap base are real; everything else
 // (VS1–14, VS17–256 used to smuggle bytes, a VS with no base) is stray.
-const VARIATION =
-  /(?<=[\p{Extended_Pictographic}\p{Emoji_Presentation}#*0-9\u00a9\u00ae\u2122])([\ufe0e\ufe0f])|[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/gu;
+const VARIATION = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/gu;
+const VARIATION_BASE =
+  /^[\p{Extended_Pictographic}\p{Emoji_Presentation}#*0-9\u00a9\u00ae\u2122]$/u;
 // ZWJ/ZWNJ are real between letters/marks of scripts that need them and inside emoji
 // sequences; around ASCII or on their own they only hide things.
-const JOINER =
-  /(?<=[\p{Extended_Pictographic}\p{Emoji_Modifier}\ufe0f\u{e007f}]|[^\p{ASCII}\p{Z}\p{P}\p{S}\p{C}])([\u200c-\u200d])(?=[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Emoji_Modifier_Base}]|[^\p{ASCII}\p{Z}\p{P}\p{S}\p{C}])|[\u200c-\u200d]/gu;
+const JOINER = /[\u200c-\u200d]/g;
+const JOINER_BEFORE =
+  /^(?:[\p{Extended_Pictographic}\p{Emoji_Modifier}\ufe0f\u{e007f}]|[^\p{ASCII}\p{Z}\p{P}\p{S}\p{C}])$/u;
+const JOINER_AFTER =
+  /^(?:[\p{Extended_Pictographic}\p{Emoji_Presentation}\p{Emoji_Modifier_Base}]|[^\p{ASCII}\p{Z}\p{P}\p{S}\p{C}])$/u;
+
+/** The code point that ends just before `offset`, as a string. */
+function before(text: string, offset: number): string {
+  const low = text.charCodeAt(offset - 1);
+  return low >= 0xdc00 && low <= 0xdfff && offset >= 2
+    ? text.slice(offset - 2, offset)
+    : text.slice(offset - 1, offset);
+}
+
+/** The code point that starts at `offset`, as a string. */
+function at(text: string, offset: number): string {
+  const codePoint = text.codePointAt(offset);
+  return codePoint === undefined ? '' : String.fromCodePoint(codePoint);
+}
+
+const keepVariation = (match: string, offset: number, text: string): boolean =>
+  (match === '\ufe0e' || match === '\ufe0f') && VARIATION_BASE.test(before(text, offset));
+const keepJoiner = (match: string, offset: number, text: string): boolean =>
+  JOINER_BEFORE.test(before(text, offset)) && JOINER_AFTER.test(at(text, offset + match.length));
+
 // HTML character references that would render as something the passes above remove.
 const ENTITY =
   /&(?:#(\d{1,7})|#[xX]([0-9a-fA-F]{1,6})|(zwj|zwnj|lrm|rlm|shy|ZeroWidthSpace|NoBreak|InvisibleTimes|InvisibleComma|ApplyFunction|NegativeThinSpace|NegativeMediumSpace|NegativeThickSpace|NegativeVeryThinSpace));/g;
@@ -85,31 +110,54 @@ export interface Sanitized {
 // eslint-disable-next-line no-control-regex
 const PLAIN = /^[\u0009\u000a\u000d\u0020-\u0025\u0027-\u007e]*$/;
 
+// Cheap probes: a pass runs only when its characters occur at all (most text has none).
+/* eslint-disable no-control-regex -- probes for the control characters the passes remove */
+const HAS_ESC = /\u001b/;
+const HAS_CONTROL = /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]/;
+/* eslint-enable no-control-regex */
+const HAS_BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/;
+const HAS_ZERO_WIDTH = /[\u00ad\u115f\u1160\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/;
+const HAS_TAG = /[\u{e0000}-\u{e007f}]/u;
+const HAS_VARIATION = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/u;
+const HAS_JOINER = /[\u200c-\u200d]/;
+const HAS_FORMAT = /\p{Cf}/u;
+
+// One probe for all of them: text with none of these characters needs no pass at all.
+/* eslint-disable no-control-regex -- the union of the probes above */
+const HAS_ANY =
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u3164\uffa0]|\p{Cf}|[\u{e0000}-\u{e007f}]|[\ufe00-\ufe0f]|[\u{e0100}-\u{e01ef}]/u;
+/* eslint-enable no-control-regex */
+
 /** Removes the invisible and control characters of one pass; records what it found. */
 function strip(input: string, flags: Set<SanitizeFlag>): string {
+  if (!HAS_ANY.test(input)) return input;
   let text = input;
-  // `keep` sees the match and its first group; a pattern's first group marks a match to keep.
+  // `keep` decides, from the match and its neighbours, whether a match is legitimate.
   const pass = (
+    probe: RegExp,
     re: RegExp,
     flag: SanitizeFlag,
-    keep?: (match: string, group: unknown) => boolean,
+    keep?: (match: string, offset: number, text: string) => boolean,
   ): void => {
+    if (!probe.test(text)) return;
     let removed = false;
-    text = text.replace(re, (match: string, group: unknown) => {
-      if (keep?.(match, group)) return match;
+    const source = text;
+    text = source.replace(re, (match: string, ...rest: unknown[]) => {
+      const offset = rest[rest.length - 2] as number;
+      if (keep?.(match, offset, source)) return match;
       removed = true;
       return '';
     });
     if (removed) flags.add(flag);
   };
-  pass(ANSI, 'ansi');
-  pass(CONTROL, 'control');
-  pass(BIDI, 'bidi');
-  pass(ZERO_WIDTH, 'zero_width');
-  pass(TAG_SEQUENCE_OR_TAG, 'tag', (match) => match.length > 2);
-  pass(VARIATION, 'variation_selector', (_m, group) => group !== undefined);
-  pass(JOINER, 'zero_width', (_m, group) => group !== undefined);
-  pass(OTHER_FORMAT, 'format');
+  pass(HAS_ESC, ANSI, 'ansi');
+  pass(HAS_CONTROL, CONTROL, 'control');
+  pass(HAS_BIDI, BIDI, 'bidi');
+  pass(HAS_ZERO_WIDTH, ZERO_WIDTH, 'zero_width');
+  pass(HAS_TAG, TAG_SEQUENCE_OR_TAG, 'tag', (match) => match.length > 2);
+  pass(HAS_VARIATION, VARIATION, 'variation_selector', keepVariation);
+  pass(HAS_JOINER, JOINER, 'zero_width', keepJoiner);
+  pass(HAS_FORMAT, OTHER_FORMAT, 'format', keepFormat);
   return text;
 }
 
