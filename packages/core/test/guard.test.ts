@@ -1,8 +1,11 @@
 import { AuditLog } from '@gatehouse/audit';
 import type { AuditRecord } from '@gatehouse/audit';
+import { SignJWT, exportJWK, exportSPKI, generateKeyPair } from 'jose';
+import type { CryptoKey } from 'jose';
 import {
   UpstreamError,
   baseConfigSchema,
+  createAuthenticator,
   createLogger,
   createRuntime,
   createServerFactory,
@@ -115,6 +118,14 @@ describe('tools/list shows exactly what tools/call permits: principals × config
     }
     expect(checked).toBe(configs.length * principals.length * tools.length);
     expect(mismatches).toEqual([]);
+  });
+
+  it('enables a toolset by name, write tools included', async () => {
+    const { client } = await setup({ GATEHOUSE_TOOLS_ENABLE: 'board,demo_echo' });
+    expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([
+      'demo_echo',
+      'demo_post',
+    ]);
   });
 
   it('names the rule that hid a tool', async () => {
@@ -318,6 +329,44 @@ describe('output sanitisation in the pipeline', () => {
     );
     expect(records[0]!.result).toMatchObject({ truncated: true });
     expect(records[0]!.sanitizer!.flags).toContain('truncated');
+  });
+});
+
+describe('a static OAuth verification key', () => {
+  it('accepts tokens signed by it (PEM or JWK) and refuses others', async () => {
+    const { privateKey, publicKey } = await generateKeyPair('ES256', { extractable: true });
+    const other = await generateKeyPair('ES256');
+    const mint = (key: CryptoKey) =>
+      new SignJWT({ scope: 'demo:read' })
+        .setProtectedHeader({ alg: 'ES256' })
+        .setIssuer('https://issuer.test/')
+        .setAudience('https://mcp.test/mcp')
+        .setSubject('bob')
+        .setExpirationTime('5m')
+        .sign(key);
+    for (const published of [
+      await exportSPKI(publicKey),
+      JSON.stringify(await exportJWK(publicKey)),
+    ]) {
+      const config = loadConfig(baseConfigSchema, {
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_AUTH: 'oauth',
+        GATEHOUSE_PUBLIC_URL: 'https://mcp.test/mcp',
+        GATEHOUSE_OAUTH_ISSUER: 'https://issuer.test/',
+        GATEHOUSE_OAUTH_PUBLIC_KEY: published,
+        GATEHOUSE_OAUTH_ALGORITHMS: 'ES256',
+      });
+      const auth = createAuthenticator(config, { scopes: [] })!;
+      expect(await auth.authenticate(`Bearer ${await mint(privateKey)}`)).toMatchObject({
+        ok: true,
+        principal: { id: 'bob', authMethod: 'oauth', scopes: ['demo:read'] },
+      });
+      expect(await auth.authenticate(`Bearer ${await mint(other.privateKey)}`)).toMatchObject({
+        ok: false,
+        status: 401,
+        description: 'signature does not verify',
+      });
+    }
   });
 });
 
