@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connectInMemory, connectStdio, initializeRequest } from '@gatehouse/testkit';
-import { bareFactory, coreFactory } from './servers.mjs';
+import { BENCH_ENV, bareFactory, coreFactory } from './servers.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const COLD = Number(process.env.BENCH_COLD ?? 20);
@@ -96,7 +96,11 @@ report(
 report(
   'tools/call no-op, stdio child process',
   await compareCalls((name) =>
-    connectStdio(process.execPath, [scripts[name]], { era: 'legacy', stderr: 'ignore' }),
+    connectStdio(process.execPath, [scripts[name]], {
+      era: 'legacy',
+      stderr: 'ignore',
+      env: BENCH_ENV,
+    }),
   ),
 );
 

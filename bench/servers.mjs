@@ -57,6 +57,12 @@ export const coreDefinition = defineServer({
   ],
 });
 
+/** Limits high enough that a benchmark measures the pipeline, not the rate limiter's refusals. */
+export const BENCH_ENV = {
+  GATEHOUSE_RATE_READ_PER_MIN: '1000000',
+  GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL: '10000',
+};
+
 /** The audit log the benchmarks use: the real hash chain, written to /dev/null. */
 export function devNullAudit() {
   const fd = openSync('/dev/null', 'a');
@@ -68,7 +74,7 @@ export function devNullAudit() {
 
 /** The core factory with a real logger and audit trail (hash-chained, to /dev/null). */
 export function coreFactory(audit = devNullAudit()) {
-  const config = loadConfig(baseConfigSchema, {});
+  const config = loadConfig(baseConfigSchema, BENCH_ENV);
   const logger = createLogger({ dest: '/dev/null' });
   return createServerFactory(coreDefinition, createRuntime(config, logger, { audit }));
 }

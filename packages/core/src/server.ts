@@ -519,13 +519,14 @@ export function createServerFactory(
       deadline = Date.now() + runtime.toolTimeoutMs,
     ): RequestContext => {
       let child: Logger | undefined;
-      const nonce = randomBytes(6).toString('hex');
+      let nonce: string | undefined; // one per call, made on first use
       return {
         principal,
         signal,
         deadline,
         allows,
-        untrusted: (content, source) => frameUntrusted(content, source, nonce),
+        untrusted: (content, source) =>
+          frameUntrusted(content, source, (nonce ??= randomBytes(6).toString('hex'))),
         // Created on first use: most calls never log, and a child logger is not free.
         get logger() {
           return (child ??= logger.child({ eventId }));
