@@ -1,6 +1,10 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
-import { createLocalJWKSet, createRemoteJWKSet, importSPKI, jwtVerify, errors } from 'jose';
-import type { JWTVerifyGetKey, JSONWebKeySet, KeyObject as JoseKey } from 'jose';
+import type {
+  JWTVerifyGetKey,
+  JSONWebKeySet,
+  KeyObject as JoseKey,
+  errors as JoseErrors,
+} from 'jose';
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { BaseConfig } from './config.js';
 import { parseApiKeys } from './config.js';
@@ -46,12 +50,15 @@ const quote = (value: string): string => value.replace(/["\\]/g, '');
  * principal carries an id, scopes and a credential id (key id, token `jti`), never the token,
  * so nothing downstream can forward it to an upstream API.
  */
-export function createAuthenticator(
+export async function createAuthenticator(
   config: BaseConfig,
   options: { scopes: readonly string[]; resourceName?: string },
-): Authenticator | undefined {
+): Promise<Authenticator | undefined> {
   const methods = config.GATEHOUSE_AUTH;
   if (methods.includes('none')) return undefined;
+  // Loaded only when authentication is configured: stdio servers start without it.
+  const jose = await import('jose');
+  const { createLocalJWKSet, createRemoteJWKSet, importSPKI, jwtVerify } = jose;
   const apiKeys =
     methods.includes('api_key') && config.GATEHOUSE_API_KEYS !== undefined
       ? parseApiKeys(config.GATEHOUSE_API_KEYS).map((k) => ({
@@ -156,7 +163,7 @@ export function createAuthenticator(
         },
       };
     } catch (error) {
-      return jwtFailure(error);
+      return jwtFailure(error, jose.errors);
     }
   };
 
@@ -192,7 +199,7 @@ export function createAuthenticator(
 }
 
 /** Maps a jose verification error to the answer the client gets. */
-function jwtFailure(error: unknown): AuthOutcome {
+function jwtFailure(error: unknown, errors: typeof JoseErrors): AuthOutcome {
   const invalid = (description: string): AuthOutcome => ({
     ok: false,
     status: 401,

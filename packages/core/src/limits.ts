@@ -1,5 +1,4 @@
-import { BurstyRateLimiter, RateLimiterMemory, RateLimiterRes } from 'rate-limiter-flexible';
-import type { RateLimiterAbstract } from 'rate-limiter-flexible';
+import type { BurstyRateLimiter, RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { BaseConfig } from './config.js';
 import type { ToolDefinition } from './define.js';
 import type { Principal } from './principal.js';
@@ -12,23 +11,41 @@ export interface Limited {
 }
 
 /** Builds the rate limiter for one access class (`rate-limiter-flexible`, pluggable store). */
-export type LimiterFactory = (pointsPerMinute: number) => RateLimiterAbstract | BurstyRateLimiter;
+export type LimiterFactory = (
+  pointsPerMinute: number,
+) => Promise<RateLimiterAbstract | BurstyRateLimiter> | RateLimiterAbstract | BurstyRateLimiter;
 
 /**
  * In memory: a steady rate in 10-second windows plus a burst allowance of the per-minute rate —
  * the behaviour of a token bucket, on rate-limiter-flexible's limiters. A shared store (Redis)
- * for many replicas plugs in here.
+ * for many replicas plugs in here. (Loaded on the first call, not at start.)
  */
-export const memoryLimiter: LimiterFactory = (perMinute) =>
-  new BurstyRateLimiter(
+export const memoryLimiter: LimiterFactory = async (perMinute) => {
+  const { BurstyRateLimiter, RateLimiterMemory } = await import('rate-limiter-flexible');
+  return new BurstyRateLimiter(
     new RateLimiterMemory({ points: Math.max(1, Math.ceil(perMinute / 6)), duration: 10 }),
     new RateLimiterMemory({ points: perMinute, duration: 60, keyPrefix: 'burst' }),
   );
+};
+
+/** A refusal from a limiter: rate-limiter-flexible rejects with a result carrying msBeforeNext. */
+function isRefusal(error: unknown): error is { msBeforeNext: number } {
+  return (
+    typeof (error as { msBeforeNext?: unknown } | null)?.msBeforeNext === 'number' &&
+    !(error instanceof Error)
+  );
+}
 
 /** The abuse limits of the pipeline: rate per principal and tool, concurrency per principal, a global cap. */
 export class Limits {
-  readonly #read: RateLimiterAbstract | BurstyRateLimiter;
-  readonly #write: RateLimiterAbstract | BurstyRateLimiter;
+  #limiters:
+    | Promise<{
+        read: RateLimiterAbstract | BurstyRateLimiter;
+        write: RateLimiterAbstract | BurstyRateLimiter;
+      }>
+    | undefined;
+  readonly #factory: LimiterFactory;
+  readonly #perMinute: { read: number; write: number };
   readonly #perPrincipal: number;
   readonly #global: number;
   readonly #running = new Map<string, number>();
@@ -44,8 +61,11 @@ export class Limits {
     >,
     factory: LimiterFactory = memoryLimiter,
   ) {
-    this.#read = factory(config.GATEHOUSE_RATE_READ_PER_MIN);
-    this.#write = factory(config.GATEHOUSE_RATE_WRITE_PER_MIN);
+    this.#factory = factory;
+    this.#perMinute = {
+      read: config.GATEHOUSE_RATE_READ_PER_MIN,
+      write: config.GATEHOUSE_RATE_WRITE_PER_MIN,
+    };
     this.#perPrincipal = config.GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL;
     this.#global = config.GATEHOUSE_MAX_INFLIGHT;
   }
@@ -79,12 +99,17 @@ export class Limits {
       if (now === 0) this.#running.delete(principal.id);
       else this.#running.set(principal.id, now);
     };
-    const limiter = tool.access === 'write' ? this.#write : this.#read;
+    this.#limiters ??= (async () => ({
+      read: await this.#factory(this.#perMinute.read),
+      write: await this.#factory(this.#perMinute.write),
+    }))();
+    const limiters = await this.#limiters;
+    const limiter = tool.access === 'write' ? limiters.write : limiters.read;
     try {
       await limiter.consume(`${principal.id}\u0000${tool.name}`);
     } catch (error) {
       release();
-      if (!(error instanceof RateLimiterRes)) throw error;
+      if (!isRefusal(error)) throw error;
       const seconds = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
       return {
         rule: 'rate',

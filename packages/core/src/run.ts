@@ -171,7 +171,7 @@ export async function runServer<S extends z.ZodObject>(
         : undefined;
     };
     try {
-      const authenticator = createAuthenticator(base, {
+      const authenticator = await createAuthenticator(base, {
         scopes: definition.tools.map(toolScope),
         resourceName: definition.title ?? definition.name,
       });

@@ -356,7 +356,7 @@ describe('a static OAuth verification key', () => {
         GATEHOUSE_OAUTH_PUBLIC_KEY: published,
         GATEHOUSE_OAUTH_ALGORITHMS: 'ES256',
       });
-      const auth = createAuthenticator(config, { scopes: [] })!;
+      const auth = (await createAuthenticator(config, { scopes: [] }))!;
       expect(await auth.authenticate(`Bearer ${await mint(privateKey)}`)).toMatchObject({
         ok: true,
         principal: { id: 'bob', authMethod: 'oauth', scopes: ['demo:read'] },
