@@ -20,12 +20,11 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { AuditLog, fdSink, fileSink, readLines, verifyLines } from '@gatehouse/audit';
 import { connectInMemory } from '@gatehouse/testkit';
-import { coreFactory, devNullAudit } from './servers.mjs';
+import { coreFactory, devNullAudit, median } from './servers.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const RECORDS = Number(process.env.BENCH_RECORDS ?? 100_000);
 const ROUNDS = 10;
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const rows = [];
 
 // 1. Per-call cost of auditing.

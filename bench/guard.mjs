@@ -19,10 +19,10 @@ import {
 import { McpServer } from '@modelcontextprotocol/server';
 import { connectInMemory } from '@gatehouse/testkit';
 import * as z from 'zod';
+import { median } from './servers.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const MB = Number(process.env.BENCH_MB ?? 8);
-const median = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length / 2)];
 const rows = [];
 
 // A realistic issue body: markdown, code, a stack trace, links, some emoji and non-Latin text,

@@ -57,6 +57,9 @@ export const coreDefinition = defineServer({
   ],
 });
 
+/** The median of a list of samples. */
+export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+
 /** Limits high enough that a benchmark measures the pipeline, not the rate limiter's refusals. */
 export const BENCH_ENV = {
   GATEHOUSE_RATE_READ_PER_MIN: '1000000',
