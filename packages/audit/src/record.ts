@@ -31,6 +31,7 @@ export type AuditAction =
   | 'gatehouse/stop'
   | 'gatehouse/config_refused'
   | 'gatehouse/auth_failure'
+  | 'gatehouse/security_override'
   | 'audit/checkpoint';
 
 /** Integrity fields, added by the writer. */
@@ -72,7 +73,14 @@ export interface AuditRecord {
     type: Array<'access' | 'creation' | 'change' | 'denied' | 'error' | 'info' | 'start' | 'end'>;
     action: AuditAction;
     outcome: 'success' | 'failure' | 'unknown';
-    reason: OutcomeReason | 'started' | 'stopped' | 'checkpoint' | 'config_invalid' | 'auth_failed';
+    reason:
+      | OutcomeReason
+      | 'started'
+      | 'stopped'
+      | 'checkpoint'
+      | 'config_invalid'
+      | 'auth_failed'
+      | 'security_override';
     start?: string;
     /** Nanoseconds. */
     duration?: number;

@@ -20,6 +20,7 @@ const reasons = [
   'checkpoint',
   'config_invalid',
   'auth_failed',
+  'security_override',
 ];
 
 /**
@@ -64,6 +65,7 @@ export const auditRecordSchema = {
             'gatehouse/stop',
             'gatehouse/config_refused',
             'gatehouse/auth_failure',
+            'gatehouse/security_override',
             'audit/checkpoint',
           ],
         },

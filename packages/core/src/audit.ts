@@ -113,7 +113,11 @@ export function openAuditLog(
 }
 
 type LifecycleAction =
-  'gatehouse/start' | 'gatehouse/stop' | 'gatehouse/config_refused' | 'gatehouse/auth_failure';
+  | 'gatehouse/start'
+  | 'gatehouse/stop'
+  | 'gatehouse/config_refused'
+  | 'gatehouse/auth_failure'
+  | 'gatehouse/security_override';
 
 type EventFields = Pick<AuditEntry['event'], 'category' | 'type' | 'reason' | 'outcome'>;
 
@@ -144,12 +148,20 @@ function lifecycleEvent(action: LifecycleAction, failed: boolean): EventFields {
         reason: 'auth_failed',
         outcome: 'failure',
       };
+    case 'gatehouse/security_override':
+      return {
+        category: ['configuration'],
+        type: ['change'],
+        reason: 'security_override',
+        outcome: 'success',
+      };
   }
 }
 
 /**
  * A lifecycle record: start (effective config, tool hashes), stop, configuration refused,
- * authentication failure (written by the HTTP authentication of the guard).
+ * authentication failure (written by the HTTP authentication of the guard), a safety check
+ * overridden by configuration.
  */
 export function lifecycleEntry(
   action: LifecycleAction,

@@ -222,6 +222,15 @@ export interface PromptDefinition<
   ): Promise<PromptHandlerResult>;
 }
 
+/** What a running server offers its definition (see `ServerDefinition.onStart`). */
+export interface ServerHost {
+  /**
+   * Records that a safety check was overridden by configuration: a warning in the log and a
+   * `gatehouse/security_override` audit record naming the setting and what it let through.
+   */
+  securityOverride(setting: string, details: Record<string, unknown>): void;
+}
+
 /** Result of a readiness check. */
 export interface ReadyResult {
   ready: boolean;
@@ -244,6 +253,11 @@ export interface ServerDefinition {
   ready?: () => Promise<ReadyResult>;
   /** Releases upstream resources (pools, clients) on shutdown. */
   close?: () => Promise<void>;
+  /**
+   * Called once the server runs, with the hooks a server uses to report to the operator and the
+   * audit trail (e.g. a safety check overridden by configuration, possibly found later).
+   */
+  onStart?: (host: ServerHost) => void;
   /**
    * Registers protocol handlers the core does not provide (e.g. resources/subscribe in the
    * conformance fixture). Runs on every fresh SDK server, after the core's handlers.

@@ -44,6 +44,7 @@ export type {
   ResourceBody,
   ResourceDefinition,
   ServerDefinition,
+  ServerHost,
   StaticResourceDefinition,
   StructuredToolResult,
   TemplateResourceDefinition,

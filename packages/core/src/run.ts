@@ -119,6 +119,9 @@ export async function runServer<S extends z.ZodObject>(
   try {
     definition = await options.create(config, { logger });
   } catch (error) {
+    // A configuration problem found while starting (e.g. credentials that are too powerful)
+    // reads like any other: plain text under the variable's name, then the structured log.
+    if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
     logger.fatal({ err: error }, 'server could not start');
     process.exitCode = error instanceof ConfigError ? EXIT.config : EXIT.failure;
     return undefined;
@@ -247,6 +250,12 @@ export async function runServer<S extends z.ZodObject>(
       ...(http === undefined ? {} : { url: http.url.href }),
     }),
   );
+  definition.onStart?.({
+    securityOverride: (setting, details) => {
+      log.warn({ setting, ...details }, `SECURITY CHECK OVERRIDDEN by ${setting}`);
+      audit.append(lifecycleEntry('gatehouse/security_override', { setting, ...details }));
+    },
+  });
   log.info(
     {
       config: effectiveConfig,

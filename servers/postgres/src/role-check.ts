@@ -1,0 +1,179 @@
+import type { ClientBase } from 'pg';
+
+/**
+ * Layer 1 of the read-only guarantee: the role itself must not be able to write. Checked at
+ * startup against the catalog, for the configured role and every role whose privileges it
+ * inherits or can `SET ROLE` to.
+ */
+
+/** One reason the role is too powerful. */
+export interface RoleFinding {
+  /** `superuser`, `attribute`, `predefined_role`, `owner`, `privilege`, `schema_create`, `database_create`, `sequence`. */
+  readonly kind: string;
+  /** The role that holds it (the configured role or one it can act as). */
+  readonly role: string;
+  /** What, in words: `INSERT on public.orders`. */
+  readonly detail: string;
+}
+
+/** The outcome of the check. */
+export interface RoleReport {
+  readonly role: string;
+  readonly database: string;
+  readonly findings: readonly RoleFinding[];
+  /** Facts worth a warning that do not make the role writable (BYPASSRLS). */
+  readonly warnings: readonly string[];
+}
+
+/** Predefined roles that grant writes, server file access or control of other sessions. */
+const WRITING_PREDEFINED_ROLES = [
+  'pg_write_all_data',
+  'pg_write_server_files',
+  'pg_execute_server_program',
+  'pg_signal_backend',
+  'pg_checkpoint',
+  'pg_maintain',
+  'pg_create_subscription',
+  'pg_signal_autovacuum_worker',
+];
+
+const TABLE_PRIVILEGES = ['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER'];
+
+// The roles whose privileges the current role can use: itself and every role it is a member
+// of, directly or not — whether it inherits their privileges or must SET ROLE first. MEMBER
+// also counts a PostgreSQL 16 grant WITH INHERIT FALSE, SET FALSE, which over-reports on the
+// safe side and works on every supported version.
+const ACTING_ROLES = `
+  SELECT r.oid, r.rolname FROM pg_catalog.pg_roles r
+  WHERE pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')`;
+
+const USER_NAMESPACES = `
+  SELECT n.oid FROM pg_catalog.pg_namespace n
+  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
+    AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'`;
+
+const LIMIT = 50;
+
+/** Runs the check with `client` (connected as the configured role). */
+export async function checkRole(client: ClientBase): Promise<RoleReport> {
+  const findings: RoleFinding[] = [];
+  const warnings: string[] = [];
+  const who = await client.query<{ role: string; database: string }>(
+    'SELECT current_user AS role, current_database() AS database',
+  );
+  const { role, database } = who.rows[0]!;
+
+  const attributes = await client.query<{
+    rolname: string;
+    rolsuper: boolean;
+    rolcreaterole: boolean;
+    rolcreatedb: boolean;
+    rolreplication: boolean;
+    rolbypassrls: boolean;
+  }>(
+    `SELECT r.rolname, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolreplication, r.rolbypassrls
+     FROM pg_catalog.pg_roles r JOIN (${ACTING_ROLES}) a ON a.oid = r.oid ORDER BY r.rolname`,
+  );
+  for (const r of attributes.rows) {
+    if (r.rolsuper) findings.push({ kind: 'superuser', role: r.rolname, detail: 'is a superuser' });
+    if (r.rolcreaterole)
+      findings.push({ kind: 'attribute', role: r.rolname, detail: 'has CREATEROLE' });
+    if (r.rolcreatedb)
+      findings.push({ kind: 'attribute', role: r.rolname, detail: 'has CREATEDB' });
+    if (r.rolreplication)
+      findings.push({ kind: 'attribute', role: r.rolname, detail: 'has REPLICATION' });
+    if (r.rolbypassrls)
+      warnings.push(`${r.rolname} has BYPASSRLS: row-level security does not apply`);
+    if (WRITING_PREDEFINED_ROLES.includes(r.rolname)) {
+      findings.push({
+        kind: 'predefined_role',
+        role: r.rolname,
+        detail: `is a member of ${r.rolname}`,
+      });
+    }
+  }
+
+  const owned = await client.query<{ rolname: string; object: string }>(
+    `SELECT a.rolname, o.object FROM (${ACTING_ROLES}) a JOIN LATERAL (
+       SELECT 'database ' || quote_ident(d.datname) AS object FROM pg_catalog.pg_database d
+         WHERE d.datname = current_database() AND d.datdba = a.oid
+       UNION ALL
+       SELECT 'schema ' || quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
+         WHERE n.nspowner = a.oid AND n.oid IN (${USER_NAMESPACES})
+       UNION ALL
+       SELECT 'relation ' || c.oid::regclass::text FROM pg_catalog.pg_class c
+         WHERE c.relowner = a.oid AND c.relnamespace IN (${USER_NAMESPACES})
+       UNION ALL
+       SELECT 'function ' || p.oid::regprocedure::text FROM pg_catalog.pg_proc p
+         WHERE p.proowner = a.oid AND p.pronamespace IN (${USER_NAMESPACES})
+     ) o ON true
+     WHERE a.rolname <> 'pg_database_owner'
+     LIMIT ${LIMIT}`,
+  );
+  for (const o of owned.rows) {
+    findings.push({ kind: 'owner', role: o.rolname, detail: `owns ${o.object}` });
+  }
+
+  const privileges = await client.query<{ rolname: string; privilege: string; object: string }>(
+    `SELECT a.rolname, p.privilege, c.oid::regclass::text AS object
+     FROM (${ACTING_ROLES}) a
+     CROSS JOIN pg_catalog.pg_class c
+     CROSS JOIN unnest($1::text[]) AS p(privilege)
+     WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
+       AND c.relnamespace IN (${USER_NAMESPACES})
+       AND (pg_catalog.has_table_privilege(a.oid, c.oid, p.privilege)
+            OR (p.privilege IN ('INSERT', 'UPDATE', 'REFERENCES')
+                AND pg_catalog.has_any_column_privilege(a.oid, c.oid, p.privilege)))
+     ORDER BY 3, 2
+     LIMIT ${LIMIT}`,
+    [TABLE_PRIVILEGES],
+  );
+  for (const p of privileges.rows) {
+    findings.push({ kind: 'privilege', role: p.rolname, detail: `${p.privilege} on ${p.object}` });
+  }
+
+  const sequences = await client.query<{ rolname: string; object: string }>(
+    `SELECT a.rolname, c.oid::regclass::text AS object
+     FROM (${ACTING_ROLES}) a CROSS JOIN pg_catalog.pg_class c
+     WHERE c.relkind = 'S' AND c.relnamespace IN (${USER_NAMESPACES})
+       AND (pg_catalog.has_sequence_privilege(a.oid, c.oid, 'UPDATE')
+            OR pg_catalog.has_sequence_privilege(a.oid, c.oid, 'USAGE'))
+     LIMIT ${LIMIT}`,
+  );
+  for (const s of sequences.rows) {
+    findings.push({
+      kind: 'sequence',
+      role: s.rolname,
+      detail: `USAGE/UPDATE on sequence ${s.object} (nextval/setval)`,
+    });
+  }
+
+  const creates = await client.query<{ rolname: string; object: string }>(
+    `SELECT a.rolname, 'schema ' || quote_ident(n.nspname) AS object
+     FROM (${ACTING_ROLES}) a CROSS JOIN pg_catalog.pg_namespace n
+     WHERE n.oid IN (${USER_NAMESPACES}) AND pg_catalog.has_schema_privilege(a.oid, n.oid, 'CREATE')
+     UNION ALL
+     SELECT a.rolname, 'database ' || quote_ident(current_database())
+     FROM (${ACTING_ROLES}) a
+     WHERE pg_catalog.has_database_privilege(a.oid, current_database(), 'CREATE')
+     LIMIT ${LIMIT}`,
+  );
+  for (const c of creates.rows) {
+    findings.push({
+      kind: c.object.startsWith('schema') ? 'schema_create' : 'database_create',
+      role: c.rolname,
+      detail: `CREATE on ${c.object}`,
+    });
+  }
+  return { role, database, findings, warnings };
+}
+
+/** The findings as one readable paragraph (first few of each kind). */
+export function describeFindings(report: RoleReport): string {
+  const lines = report.findings.slice(0, 12).map((f) => {
+    const via = f.role === report.role ? '' : ` (through role ${f.role})`;
+    return `${f.detail}${via}`;
+  });
+  const more = report.findings.length > 12 ? `; and ${report.findings.length - 12} more` : '';
+  return `role "${report.role}" on database "${report.database}" can change data: ${lines.join('; ')}${more}`;
+}

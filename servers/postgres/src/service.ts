@@ -1,0 +1,105 @@
+import type { QueryConfig } from 'pg';
+import type { PostgresDatabase, CallBounds } from './client.js';
+import type { PostgresConfig } from './config.js';
+import { executeCapped } from './execute.js';
+import type { QueryOutput } from './execute.js';
+import { SqlRefusedError, analyzeSql } from './sql-guard.js';
+import type { SqlAnalysis } from './sql-guard.js';
+import { checkCatalog, checkStatic } from './sql-policy.js';
+import type { SqlPolicyOptions } from './sql-policy.js';
+
+/** A parameter value of a query (`$1`, `$2`, …). */
+export type QueryParam = string | number | boolean | null;
+
+/**
+ * The one path every SQL text takes: parse and shape check, static rules, then — inside the
+ * read-only transaction — catalog rules and capped execution. Tools, resources and prompts all
+ * go through it.
+ */
+export class SqlService {
+  readonly db: PostgresDatabase;
+  readonly config: PostgresConfig;
+  readonly policy: SqlPolicyOptions;
+
+  constructor(db: PostgresDatabase, config: PostgresConfig) {
+    this.db = db;
+    this.config = config;
+    this.policy = { schemas: db.schemas, allowFunctions: config.POSTGRES_ALLOW_FUNCTIONS };
+  }
+
+  /** Parses and applies the rules that need no database (layer 2, first half). */
+  async check(sql: string): Promise<SqlAnalysis> {
+    const analysis = await analyzeSql(sql, {
+      allowExplainAnalyze: this.config.POSTGRES_ALLOW_EXPLAIN_ANALYZE,
+    });
+    checkStatic(analysis, this.policy);
+    return analysis;
+  }
+
+  /** Runs a SELECT (or an EXPLAIN of one) under every layer, returning the capped result. */
+  async query(
+    bounds: CallBounds,
+    sql: string,
+    params: readonly QueryParam[],
+    maxRows: number,
+  ): Promise<QueryOutput & { durationMs: number }> {
+    const analysis = await this.check(sql);
+    const started = performance.now();
+    const output = await this.db.transaction(bounds, async (client) => {
+      const catalog = this.db.catalog(client);
+      const touched = await checkCatalog(analysis, this.policy, catalog);
+      const all = await catalog.maskedColumns();
+      return executeCapped(
+        this.db,
+        client,
+        analysis.statement,
+        params,
+        { maxRows, maxBytes: this.config.POSTGRES_MAX_BYTES },
+        { all, touched },
+      );
+    });
+    return { ...output, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+  }
+
+  /** EXPLAIN (FORMAT JSON) of a SELECT; ANALYZE only when configured. */
+  async explain(
+    bounds: CallBounds,
+    sql: string,
+    params: readonly QueryParam[],
+    options: { analyze: boolean; verbose: boolean },
+  ): Promise<{ plan: unknown; analysis: SqlAnalysis }> {
+    const analysis = await this.check(sql);
+    if (analysis.kind !== 'select') {
+      throw new SqlRefusedError(
+        'statement_type',
+        'pass the query itself, without EXPLAIN; the tool adds it.',
+      );
+    }
+    if (options.analyze && !this.config.POSTGRES_ALLOW_EXPLAIN_ANALYZE) {
+      throw new SqlRefusedError(
+        'explain_analyze',
+        'EXPLAIN ANALYZE runs the query and is disabled on this server (POSTGRES_ALLOW_EXPLAIN_ANALYZE). Call without analyze.',
+      );
+    }
+    const flags = [
+      'FORMAT JSON',
+      ...(options.analyze ? ['ANALYZE', 'BUFFERS'] : []),
+      ...(options.verbose ? ['VERBOSE'] : []),
+    ];
+    const plan = await this.db.transaction(bounds, async (client) => {
+      const catalog = this.db.catalog(client);
+      // A plan without ANALYZE reads no rows, so masking has nothing to protect there; with
+      // ANALYZE the row counts could reveal a filter on a masked column.
+      const explained = options.analyze ? analysis : { ...analysis, columns: [] };
+      await checkCatalog(explained, this.policy, catalog);
+      // queryMode 'extended': even without parameters, the extended protocol (one statement).
+      const result = await client.query<{ 'QUERY PLAN': unknown }>({
+        text: `EXPLAIN (${flags.join(', ')}) ${analysis.statement}`,
+        values: [...params],
+        queryMode: 'extended',
+      } as QueryConfig);
+      return result.rows[0]?.['QUERY PLAN'];
+    });
+    return { plan, analysis };
+  }
+}

@@ -1,0 +1,363 @@
+import { ToolError } from '@gatehouse/core';
+import { parse } from 'libpg-query';
+
+/**
+ * Layer 2 of the read-only guarantee: the real PostgreSQL parser (libpg-query, the server's own
+ * grammar compiled to WebAssembly) decides what a statement is. Text filters are not used: a
+ * comment, a dollar-quote or a quoted identifier defeats them (pgEdge #196).
+ */
+
+/** Why a statement was refused; the rule names are stable (docs/security.md, tests, audit). */
+export type SqlRule =
+  | 'syntax'
+  | 'single_statement'
+  | 'statement_type'
+  | 'data_modifying'
+  | 'select_into'
+  | 'locking_clause'
+  | 'explain_analyze'
+  | 'function_denied'
+  | 'function_volatile'
+  | 'operator_volatile'
+  | 'schema_not_allowed'
+  | 'system_catalog'
+  | 'masked_column';
+
+/** A statement the guard refused; the message names the rule and what to do instead. */
+export class SqlRefusedError extends ToolError {
+  readonly rule: SqlRule;
+  constructor(rule: SqlRule, message: string) {
+    super(`Refused by the read-only SQL policy (rule ${rule}): ${message}`, {
+      code: 'sql_refused',
+    });
+    this.rule = rule;
+  }
+}
+
+/** A possibly schema-qualified name as written (the parser has already folded case). */
+export interface QualifiedName {
+  readonly schema?: string;
+  readonly name: string;
+}
+
+/** A column reference, with where it stands (for masking). */
+export interface ColumnReference {
+  /** The dotted fields, the last one `*` for a star. */
+  readonly fields: readonly string[];
+  /** A bare column or star in the outermost SELECT list, whose origin PostgreSQL reports. */
+  readonly topLevel: boolean;
+}
+
+/** What one accepted statement contains. */
+export interface SqlAnalysis {
+  readonly kind: 'select' | 'explain';
+  /** For EXPLAIN: whether it has ANALYZE (it then runs the query). */
+  readonly analyze: boolean;
+  /** The statement text without a trailing semicolon or trailing comment. */
+  readonly statement: string;
+  readonly functions: readonly QualifiedName[];
+  readonly operators: readonly QualifiedName[];
+  /** Tables, views and CTE references in FROM clauses (CTE names included, unqualified). */
+  readonly relations: readonly QualifiedName[];
+  readonly cteNames: ReadonlySet<string>;
+  /** Every name a whole row can be referred by (table names, aliases, CTE names). */
+  readonly rowNames: ReadonlySet<string>;
+  readonly columns: readonly ColumnReference[];
+  /** Column names in JOIN … USING (…). */
+  readonly usingColumns: readonly string[];
+  /** Whether a NATURAL join appears (it joins on every same-named column). */
+  readonly naturalJoin: boolean;
+  /** Whether ORDER BY/GROUP BY refer to an output column by position (`ORDER BY 2`). */
+  readonly positionalReference: boolean;
+  /** Output aliases of bare top-level columns: alias → column name. */
+  readonly topAliases: ReadonlyMap<string, string>;
+}
+
+/** Statement nodes that change data; one anywhere (a CTE, a sub-statement) refuses the query. */
+const WRITE_NODES = new Set(['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt']);
+
+type Node = Record<string, unknown>;
+
+function isNode(value: unknown): value is Node {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** The sval of each `{String: {sval}}` in a name list. */
+function names(list: unknown): string[] {
+  if (!Array.isArray(list)) return [];
+  return list.map((item) => {
+    if (isNode(item) && isNode(item.String)) {
+      return typeof item.String.sval === 'string' ? item.String.sval : '';
+    }
+    if (isNode(item) && 'A_Star' in item) return '*';
+    return '';
+  });
+}
+
+function qualified(parts: readonly string[]): QualifiedName {
+  const name = parts.at(-1) ?? '';
+  const schema = parts.length > 1 ? parts.at(-2) : undefined;
+  return schema === undefined ? { name } : { schema, name };
+}
+
+/** Parses with the real grammar; a syntax error names the position. */
+async function parseOne(sql: string): Promise<{ stmt: Node; text: string }> {
+  let result: Awaited<ReturnType<typeof parse>>;
+  try {
+    result = await parse(sql);
+  } catch (error) {
+    const details = (error as { sqlDetails?: { cursorPosition?: number } }).sqlDetails;
+    const at =
+      details?.cursorPosition === undefined ? '' : ` (at character ${details.cursorPosition + 1})`;
+    throw new SqlRefusedError('syntax', `${(error as Error).message.replace(/\.$/, '')}${at}.`);
+  }
+  const stmts = result.stmts ?? [];
+  if (stmts.length !== 1) {
+    throw new SqlRefusedError(
+      'single_statement',
+      stmts.length === 0
+        ? 'the SQL is empty (only comments or semicolons).'
+        : `exactly one statement is allowed, this has ${stmts.length}. Send one SELECT per call.`,
+    );
+  }
+  const raw = stmts[0] as unknown as { stmt: Node; stmt_location?: number; stmt_len?: number };
+  // Locations are byte offsets into the UTF-8 text; a length of 0 means "to the end".
+  const bytes = Buffer.from(sql);
+  const start = raw.stmt_location ?? 0;
+  const end =
+    raw.stmt_len === undefined || raw.stmt_len === 0 ? bytes.length : start + raw.stmt_len;
+  return { stmt: raw.stmt, text: bytes.subarray(start, end).toString().trim() };
+}
+
+/**
+ * Checks that `sql` is exactly one read-only statement (a SELECT, or an EXPLAIN of one) and
+ * collects what the later checks need: every function and operator called anywhere, every
+ * relation read, every column reference and where it stands. Throws {@link SqlRefusedError}.
+ */
+export async function analyzeSql(
+  sql: string,
+  options: { allowExplainAnalyze: boolean },
+): Promise<SqlAnalysis> {
+  const { stmt, text } = await parseOne(sql);
+  const [type] = Object.keys(stmt);
+  let kind: 'select' | 'explain';
+  let analyze = false;
+  let select: Node;
+  if (type === 'SelectStmt') {
+    kind = 'select';
+    select = stmt.SelectStmt as Node;
+  } else if (type === 'ExplainStmt') {
+    kind = 'explain';
+    const explain = stmt.ExplainStmt as Node;
+    const inner = explain.query as Node;
+    if (!isNode(inner) || !('SelectStmt' in inner)) {
+      throw new SqlRefusedError(
+        'statement_type',
+        `EXPLAIN is allowed only of a SELECT, not of ${describeStatement(Object.keys(inner ?? {})[0])}.`,
+      );
+    }
+    for (const option of (explain.options as Node[] | undefined) ?? []) {
+      const def = option.DefElem as Node | undefined;
+      if (def?.defname !== 'analyze') continue;
+      // `ANALYZE false` is the explicit default.
+      const arg = def.arg as Node | undefined;
+      const off = isNode(arg) && isNode(arg.Boolean) && arg.Boolean.boolval !== true;
+      const offText =
+        isNode(arg) && isNode(arg.String) && /^(?:false|off|0)$/i.test(String(arg.String.sval));
+      if (!off && !offText) analyze = true;
+    }
+    if (analyze && !options.allowExplainAnalyze) {
+      throw new SqlRefusedError(
+        'explain_analyze',
+        'EXPLAIN ANALYZE runs the query and is disabled on this server (POSTGRES_ALLOW_EXPLAIN_ANALYZE). Use EXPLAIN without ANALYZE.',
+      );
+    }
+    select = inner.SelectStmt as Node;
+  } else {
+    throw new SqlRefusedError(
+      'statement_type',
+      `only SELECT (and EXPLAIN of a SELECT) is allowed, this is ${describeStatement(type)}.`,
+    );
+  }
+  return collect(kind, analyze, text, select);
+}
+
+const STATEMENT_NAMES: Record<string, string> = {
+  InsertStmt: 'an INSERT',
+  UpdateStmt: 'an UPDATE',
+  DeleteStmt: 'a DELETE',
+  MergeStmt: 'a MERGE',
+  TransactionStmt: 'a transaction command (BEGIN/COMMIT/ROLLBACK/END)',
+  VariableSetStmt: 'a SET',
+  CopyStmt: 'a COPY',
+  DoStmt: 'a DO block',
+  CallStmt: 'a CALL',
+  PrepareStmt: 'a PREPARE',
+  ExecuteStmt: 'an EXECUTE',
+  ListenStmt: 'a LISTEN',
+  NotifyStmt: 'a NOTIFY',
+  CreateStmt: 'a CREATE TABLE',
+  CreateTableAsStmt: 'a CREATE TABLE AS',
+  DropStmt: 'a DROP',
+  TruncateStmt: 'a TRUNCATE',
+  LockStmt: 'a LOCK',
+  VacuumStmt: 'a VACUUM/ANALYZE',
+  DeclareCursorStmt: 'a DECLARE CURSOR',
+  GrantStmt: 'a GRANT/REVOKE',
+};
+
+function describeStatement(type: string | undefined): string {
+  if (type === undefined) return 'an unknown statement';
+  return STATEMENT_NAMES[type] ?? `a ${type.replace(/Stmt$/, '')} statement`;
+}
+
+function collect(
+  kind: 'select' | 'explain',
+  analyze: boolean,
+  statement: string,
+  top: Node,
+): SqlAnalysis {
+  const functions: QualifiedName[] = [];
+  const operators: QualifiedName[] = [];
+  const relations: QualifiedName[] = [];
+  const cteNames = new Set<string>();
+  const rowNames = new Set<string>();
+  const columns: ColumnReference[] = [];
+  const usingColumns: string[] = [];
+  let naturalJoin = false;
+  let positionalReference = false;
+  const topAliases = new Map<string, string>();
+
+  // The outermost SELECT list's bare columns are reported with their origin (table, column)
+  // in RowDescription, so their values can be masked; anything else must not touch a masked
+  // column. A set operation (UNION…) loses the origin, so its branches are not "top level".
+  const topLevel = new Set<Node>();
+  if (top.op === undefined || top.op === 'SETOP_NONE') {
+    for (const target of (top.targetList as Node[] | undefined) ?? []) {
+      const res = target.ResTarget as Node | undefined;
+      const val = res?.val as Node | undefined;
+      if (isNode(val) && isNode(val.ColumnRef)) {
+        topLevel.add(val.ColumnRef);
+        const fields = names(val.ColumnRef.fields);
+        if (typeof res?.name === 'string' && fields.at(-1) !== '*') {
+          topAliases.set(res.name, fields.at(-1)!);
+        }
+      }
+    }
+  }
+
+  const visit = (value: unknown): void => {
+    if (Array.isArray(value)) {
+      for (const item of value) visit(item);
+      return;
+    }
+    if (!isNode(value)) return;
+    // Clauses are checked by key, wherever they sit: the parser inlines some nodes without
+    // their type wrapper (the branches of a UNION, an INTO target).
+    if (value.intoClause !== undefined) {
+      throw new SqlRefusedError(
+        'select_into',
+        'SELECT … INTO creates a table; select the rows instead.',
+      );
+    }
+    if (value.lockingClause !== undefined) {
+      throw new SqlRefusedError(
+        'locking_clause',
+        'FOR UPDATE/SHARE locks rows; remove the locking clause.',
+      );
+    }
+    for (const clause of ['sortClause', 'groupClause'] as const) {
+      for (const item of (value[clause] as Node[] | undefined) ?? []) {
+        const expr = (item.SortBy as Node | undefined)?.node ?? item;
+        if (isNode(expr) && isNode(expr.A_Const) && 'ival' in expr.A_Const) {
+          positionalReference = true;
+        }
+      }
+    }
+    for (const [key, raw] of Object.entries(value)) {
+      if (WRITE_NODES.has(key)) {
+        throw new SqlRefusedError(
+          'data_modifying',
+          `${describeStatement(key)} inside the query (for example a data-modifying WITH) is not allowed.`,
+        );
+      }
+      if (!isNode(raw)) {
+        visit(raw);
+        continue;
+      }
+      const body = raw;
+      switch (key) {
+        case 'FuncCall':
+          functions.push(qualified(names(body.funcname)));
+          break;
+        case 'A_Expr': {
+          const name = names(body.name);
+          // BETWEEN and friends carry a keyword, not an operator name.
+          if (name.length > 0 && !/^[A-Z_ ]+$/.test(name.at(-1)!)) operators.push(qualified(name));
+          break;
+        }
+        case 'RangeVar': {
+          const relname = String(body.relname);
+          relations.push(
+            typeof body.schemaname === 'string'
+              ? { schema: body.schemaname, name: relname }
+              : { name: relname },
+          );
+          rowNames.add(relname);
+          const alias = (body.alias as Node | undefined)?.aliasname;
+          if (typeof alias === 'string') rowNames.add(alias);
+          break;
+        }
+        case 'RangeSubselect':
+        case 'RangeFunction':
+        case 'RangeTableFunc':
+        case 'JsonTable': {
+          const alias = (body.alias as Node | undefined)?.aliasname;
+          if (typeof alias === 'string') rowNames.add(alias);
+          break;
+        }
+        case 'CommonTableExpr':
+          cteNames.add(String(body.ctename));
+          rowNames.add(String(body.ctename));
+          break;
+        case 'JoinExpr':
+          if (body.isNatural === true) naturalJoin = true;
+          usingColumns.push(...names(body.usingClause));
+          break;
+        case 'ColumnRef':
+          columns.push({ fields: names(body.fields), topLevel: topLevel.has(body) });
+          break;
+        case 'SubLink':
+          // EXISTS (SELECT * …) never returns its SELECT list: a star there reads nothing.
+          if (body.subLinkType === 'EXISTS_SUBLINK' && isNode(body.subselect)) {
+            const sub = body.subselect.SelectStmt as Node | undefined;
+            if (sub !== undefined) {
+              visit({ ...body, subselect: { SelectStmt: { ...sub, targetList: [] } } });
+              continue;
+            }
+          }
+          break;
+        default:
+          break;
+      }
+      visit(body);
+    }
+  };
+  visit({ SelectStmt: top });
+
+  return {
+    kind,
+    analyze,
+    statement,
+    functions,
+    operators,
+    relations: relations.filter((r) => r.schema !== undefined || !cteNames.has(r.name)),
+    cteNames,
+    rowNames,
+    columns,
+    usingColumns,
+    naturalJoin,
+    positionalReference,
+    topAliases,
+  };
+}

@@ -1,0 +1,58 @@
+import { ToolError, defineTool } from '@gatehouse/core';
+import * as z from 'zod';
+import type { PostgresDeps } from '../deps.js';
+import {
+  TableDescriptionSchema,
+  describeTable,
+  describeTableText,
+  resolveTable,
+} from '../introspect.js';
+
+/** `postgres_describe_table`: columns, keys, relationships and indexes of one table. */
+export function describeTableTool(deps: PostgresDeps) {
+  const { db } = deps;
+  return defineTool({
+    name: 'postgres_describe_table',
+    title: 'Describe a table',
+    description: `Describe one table or view of the ${db.database} database: columns with types, nullability, defaults and comments; primary key, unique constraints, foreign keys (both directions) and indexes. Masked columns are marked. Use it before writing a query against the table.`,
+    access: 'read',
+    annotations: {
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    input: z.strictObject({
+      table: z.string().min(1).max(63).describe('Table or view name, exactly as listed.'),
+      schema: z
+        .string()
+        .min(1)
+        .max(63)
+        .optional()
+        .describe(`Its schema; default: the first of ${db.schemas.join(', ')} that has it.`),
+    }),
+    output: TableDescriptionSchema,
+    target: (args) =>
+      args.schema === undefined ? deps.targets : `pg:${db.database}/${args.schema}/${args.table}`,
+    async handler(args, ctx) {
+      if (args.schema !== undefined && !db.schemas.includes(args.schema)) {
+        throw new ToolError(
+          `Schema "${args.schema}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
+          { code: 'schema_not_allowed' },
+        );
+      }
+      const description = await db.transaction(ctx, async (client) => {
+        const found = await resolveTable(client, db.schemas, args.table, args.schema);
+        if (found === undefined) return undefined;
+        return describeTable(client, found.oid, (s, t, c) => db.isMasked(s, t, c));
+      });
+      if (description === undefined) {
+        throw new ToolError(
+          `No table or view "${args.table}" in ${args.schema ?? db.schemas.join(', ')}. Use postgres_list_tables to see the names.`,
+          { code: 'not_found' },
+        );
+      }
+      return { structured: description, text: describeTableText(description) };
+    },
+  });
+}

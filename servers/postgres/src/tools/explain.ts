@@ -1,0 +1,55 @@
+import { defineTool } from '@gatehouse/core';
+import * as z from 'zod';
+import type { PostgresDeps } from '../deps.js';
+import { planText } from '../plan-text.js';
+import { QueryParamSchema } from './query.js';
+
+/** `postgres_explain`: the planner's view of a SELECT, as JSON and text. */
+export function explainTool(deps: PostgresDeps) {
+  const { config, db } = deps;
+  const analyze = config.POSTGRES_ALLOW_EXPLAIN_ANALYZE;
+  return defineTool({
+    name: 'postgres_explain',
+    title: 'Explain a query plan',
+    description: `Show PostgreSQL's execution plan for one SELECT on the ${db.database} database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. ${analyze ? 'With analyze: true the query also runs (read-only, under the statement timeout) and the plan shows actual times and rows.' : 'The query is planned, not run (EXPLAIN ANALYZE is disabled on this server).'}`,
+    access: 'read',
+    annotations: {
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    input: z.strictObject({
+      sql: z.string().min(1).max(100_000).describe('The SELECT to explain, without EXPLAIN.'),
+      params: z
+        .array(QueryParamSchema)
+        .max(100)
+        .optional()
+        .describe('Values for $1, $2, … in the SQL, in order.'),
+      analyze: z
+        .boolean()
+        .optional()
+        .describe(
+          analyze
+            ? 'Also run the query and report actual times and row counts (default false).'
+            : 'Not available on this server; leave unset.',
+        ),
+      verbose: z.boolean().optional().describe('Include output columns and schema names.'),
+    }),
+    output: z.object({
+      plan: z.unknown().describe('EXPLAIN (FORMAT JSON) output'),
+      text: z.string().describe('The same plan as indented text'),
+      analyzed: z.boolean(),
+    }),
+    target: () => deps.targets,
+    async handler(args, ctx) {
+      const analyzed = args.analyze === true;
+      const { plan } = await deps.sql.explain(ctx, args.sql, args.params ?? [], {
+        analyze: analyzed,
+        verbose: args.verbose === true,
+      });
+      const text = planText(plan);
+      return { structured: { plan, text, analyzed }, text };
+    },
+  });
+}

@@ -1,0 +1,64 @@
+import { ToolError, defineTool } from '@gatehouse/core';
+import * as z from 'zod';
+import type { PostgresDeps } from '../deps.js';
+import { TableSummarySchema, listTables } from '../introspect.js';
+
+const LIMIT = 1000;
+
+/** `postgres_list_tables`: what there is to query, with sizes and comments. */
+export function listTablesTool(deps: PostgresDeps) {
+  const { db } = deps;
+  return defineTool({
+    name: 'postgres_list_tables',
+    title: 'List tables and views',
+    description: `List the tables and views the ${db.database} database exposes to this server (schemas ${db.schemas.join(', ')}), with kind, estimated row count, comment and whether they are readable. Use it first to find what to query; then postgres_describe_table for columns.`,
+    access: 'read',
+    annotations: {
+      readOnlyHint: true,
+      destructiveHint: false,
+      idempotentHint: true,
+      openWorldHint: false,
+    },
+    input: z.strictObject({
+      schema: z
+        .string()
+        .min(1)
+        .max(63)
+        .optional()
+        .describe(`Only this schema (one of ${db.schemas.join(', ')}); default all of them.`),
+      name_pattern: z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .describe('Case-insensitive LIKE pattern on the name, e.g. order% or %customer%.'),
+    }),
+    output: z.object({
+      tables: z.array(TableSummarySchema),
+      truncated: z.boolean().describe(`True when more than ${LIMIT} matched; narrow the pattern`),
+    }),
+    target: (args) =>
+      args.schema === undefined ? deps.targets : `pg:${db.database}/${args.schema}`,
+    async handler(args, ctx) {
+      if (args.schema !== undefined && !db.schemas.includes(args.schema)) {
+        throw new ToolError(
+          `Schema "${args.schema}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
+          { code: 'schema_not_allowed' },
+        );
+      }
+      const schemas = args.schema === undefined ? db.schemas : [args.schema];
+      const result = await db.transaction(ctx, (client) =>
+        listTables(client, schemas, {
+          ...(args.name_pattern === undefined ? {} : { pattern: args.name_pattern }),
+          limit: LIMIT,
+        }),
+      );
+      const lines = result.tables.map(
+        (t) =>
+          `${t.schema}.${t.name} (${t.kind}${t.row_estimate === null ? '' : `, ~${t.row_estimate} rows`}${t.readable ? '' : ', NOT readable'})${t.comment ? ` — ${t.comment}` : ''}`,
+      );
+      const head = `${result.tables.length} relation(s)${result.truncated ? ` (first ${LIMIT}; narrow with name_pattern)` : ''}`;
+      return { structured: result, text: [head, ...lines].join('\n') };
+    },
+  });
+}

@@ -1,0 +1,164 @@
+import { existsSync } from 'node:fs';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { companyDatabase, connectPostgres, text } from './helpers.ts';
+import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
+
+// The regression suite of read-only bypasses, against a real PostgreSQL through a real MCP
+// client and every layer. After each attempt, a fingerprint of all data, schema objects,
+// sequences, large objects, roles and collations — taken over a separate superuser
+// connection — must be unchanged.
+
+let company: CompanyDatabase;
+let h: PostgresHarness;
+let before: string;
+
+beforeAll(async () => {
+  company = await companyDatabase(inject('pgAdminUrl'), 'bypass');
+  // Functions a database owner might define; PUBLIC may execute functions by default.
+  await company.admin.query(`
+    CREATE FUNCTION public.bump() RETURNS int LANGUAGE sql VOLATILE
+      AS 'UPDATE products SET price = price + 1; SELECT 1';
+    CREATE FUNCTION public.sneaky() RETURNS int LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+      AS $$ BEGIN DELETE FROM order_items; RETURN 1; END $$;
+    CREATE FUNCTION public.stable_writer() RETURNS int LANGUAGE plpgsql STABLE
+      AS $$ BEGIN EXECUTE 'DELETE FROM order_items'; RETURN 1; END $$;
+    CREATE FUNCTION public.flip() RETURNS text LANGUAGE plpgsql VOLATILE
+      AS $$ BEGIN PERFORM set_config('transaction_read_only', 'off', true);
+                  INSERT INTO customers (name, email, country) VALUES ('x', 'x@x', 'DE');
+                  RETURN 'done'; END $$;
+    CREATE FUNCTION public.eq_bump(int, int) RETURNS boolean LANGUAGE sql VOLATILE
+      AS 'UPDATE products SET price = 0; SELECT $1 = $2';
+    CREATE OPERATOR public.=== (FUNCTION = public.eq_bump, LEFTARG = int, RIGHTARG = int);
+    CREATE PROCEDURE public.purge() LANGUAGE sql AS 'DELETE FROM order_items';
+    CREATE VIEW public.bump_view AS SELECT public.bump() AS b;
+    CREATE VIEW public.sneaky_view AS SELECT public.sneaky() AS s;
+    GRANT SELECT ON public.bump_view, public.sneaky_view TO ${company.role};
+  `);
+  // An operator who allowed two volatile functions by name, wrongly trusting them.
+  h = await connectPostgres({ POSTGRES_URL: company.url, POSTGRES_ALLOW_FUNCTIONS: 'sneaky,flip' });
+  before = await company.checksum();
+});
+
+afterAll(async () => {
+  await h?.close();
+  await company?.close();
+});
+
+async function attempt(sql: string) {
+  const result = await h.client.callTool({ name: 'postgres_query', arguments: { sql } });
+  expect(result.isError, `${sql} was not refused:\n${text(result)}`).toBe(true);
+  expect(await company.checksum(), `${sql} changed the database`).toBe(before);
+  return text(result);
+}
+
+// [attempt, what must stop it: a rule of the SQL policy or PostgreSQL's own refusal]
+const attempts: Array<[string, RegExp]> = [
+  // Leaving the read-only transaction with a second statement.
+  ['SELECT 1; COMMIT; DROP TABLE customers;', /rule single_statement/],
+  ['COMMIT; DROP SCHEMA public CASCADE;', /rule single_statement/],
+  ['END; DELETE FROM orders;', /rule single_statement/],
+  ['ROLLBACK; UPDATE products SET price = 0;', /rule single_statement/],
+  ['SELECT 1; COMMIT; BEGIN READ WRITE; DELETE FROM orders; COMMIT;', /rule single_statement/],
+  ['/* harmless */ COMMIT; DROP TABLE customers', /rule single_statement/],
+  ['SELECT 1 --\n; DROP TABLE customers', /rule single_statement/],
+  ['SELECT $$;$$; DROP TABLE customers', /rule single_statement/],
+  ['SELECT 1 /* ; */ ; DELETE FROM orders', /rule single_statement/],
+  // Turning read-only off.
+  ['SET TRANSACTION READ WRITE', /rule statement_type/],
+  ['SET default_transaction_read_only = off', /rule statement_type/],
+  ["SELECT set_config('default_transaction_read_only', 'off', false)", /rule function_denied/],
+  ["SELECT set_config('transaction_read_only', 'off', true)", /rule function_denied/],
+  // Writes inside a SELECT.
+  ['WITH d AS (DELETE FROM order_items RETURNING *) SELECT count(*) FROM d', /rule data_modifying/],
+  ['WITH u AS (UPDATE products SET price = 0 RETURNING 1) SELECT * FROM u', /rule data_modifying/],
+  [
+    "WITH i AS (INSERT INTO customers (name, email, country) VALUES ('x', 'x@x', 'DE') RETURNING id) SELECT id FROM i",
+    /rule data_modifying/,
+  ],
+  ['SELECT * INTO stolen FROM customers', /rule select_into/],
+  ['CREATE TABLE stolen AS SELECT * FROM customers', /rule statement_type/],
+  ['SELECT * FROM customers FOR UPDATE', /rule locking_clause/],
+  // Server files, programs, large objects, other databases.
+  ["COPY customers TO PROGRAM 'touch /tmp/gatehouse-pwned'", /rule statement_type/],
+  ["COPY (SELECT 1) TO '/tmp/gatehouse-pwned'", /rule statement_type/],
+  ["SELECT * FROM pg_read_file('/etc/passwd')", /rule function_denied/],
+  ["SELECT pg_catalog.pg_read_file('/etc/passwd')", /rule function_denied/],
+  ['SELECT "pg_read_file"(\'/etc/passwd\')', /rule function_denied/],
+  ['SELECT U&"\\0070g_read_file"(\'/etc/passwd\')', /rule function_denied/],
+  ["SELECT * FROM pg_ls_dir('.')", /rule function_denied/],
+  ["SELECT lo_import('/etc/passwd')", /rule function_denied/],
+  ["SELECT lo_from_bytea(0, 'x')", /rule function_denied/],
+  ["SELECT dblink_exec('dbname=postgres', 'DROP TABLE customers')", /rule function_denied/],
+  ["SELECT * FROM dblink('dbname=postgres', 'SELECT 1') AS t(a int)", /rule function_denied/],
+  ["SELECT query_to_xml('DELETE FROM orders RETURNING 1', true, true, '')", /rule function_denied/],
+  ["SELECT pg_import_system_collations('pg_catalog')", /rule function_denied/],
+  // Sequences, locks, signals, notifications, sleeping.
+  ["SELECT nextval('orders_id_seq')", /rule function_denied/],
+  ["SELECT setval('orders_id_seq', 1)", /rule function_denied/],
+  ['SELECT pg_advisory_lock(42)', /rule function_denied/],
+  ['SELECT pg_try_advisory_lock(42)', /rule function_denied/],
+  ['SELECT pg_terminate_backend(pg_backend_pid())', /rule function_denied/],
+  ["SELECT pg_notify('x', 'y')", /rule function_denied/],
+  ['SELECT pg_sleep(60)', /rule function_denied/],
+  ['LISTEN gatehouse', /rule statement_type/],
+  ["NOTIFY gatehouse, 'x'", /rule statement_type/],
+  ['SELECT txid_current()', /rule function_denied/],
+  // Procedural code and prepared statements.
+  ['DO $$ BEGIN DELETE FROM orders; END $$', /rule statement_type/],
+  ['CALL purge()', /rule statement_type/],
+  ['PREPARE p AS DELETE FROM orders', /rule statement_type/],
+  ['EXECUTE p', /rule statement_type/],
+  ['DECLARE c CURSOR FOR SELECT 1', /rule statement_type/],
+  ['EXPLAIN ANALYZE DELETE FROM orders', /rule statement_type/],
+  ['EXPLAIN ANALYZE SELECT bump()', /rule explain_analyze/],
+  // Plain DDL/DML.
+  ['TRUNCATE orders', /rule statement_type/],
+  ['DROP TABLE customers', /rule statement_type/],
+  ['ALTER TABLE customers ADD COLUMN x int', /rule statement_type/],
+  [
+    'MERGE INTO products p USING products q ON p.id = q.id WHEN MATCHED THEN DELETE',
+    /rule statement_type/,
+  ],
+  ['LOCK TABLE customers', /rule statement_type/],
+  ['VACUUM FULL orders', /rule statement_type/],
+  // Catalogs outside the allow-list.
+  ['SELECT * FROM pg_catalog.pg_authid', /rule system_catalog/],
+  ['SELECT * FROM pg_shadow', /rule system_catalog/],
+  ['SELECT * FROM hr.salaries', /rule schema_not_allowed/],
+  // Functions that write, defined by the database owner.
+  ['SELECT bump()', /rule function_volatile.*public\.bump/],
+  ['SELECT * FROM bump()', /rule function_volatile/],
+  ['SELECT 1 === 2', /rule operator_volatile/],
+  // …declared STABLE: PostgreSQL refuses writes in a non-volatile function.
+  ['SELECT stable_writer()', /not allowed in a non-volatile function/],
+  // …allowed by the operator (layer 2 lets them through) or hidden in a view: the read-only
+  // transaction stops them (layer 3), SECURITY DEFINER or not.
+  ['SELECT sneaky()', /read-only transaction/],
+  ['SELECT flip()', /read-only transaction|read-write mode must be set before any query/],
+  ['SELECT * FROM bump_view', /read-only transaction/],
+  ['SELECT * FROM sneaky_view', /read-only transaction/],
+];
+
+describe('read-only bypass attempts', () => {
+  it.each(attempts)('%s', async (sql, stoppedBy) => {
+    expect(await attempt(sql)).toMatch(stoppedBy);
+  });
+
+  it('wrote no file and left every attempt in the audit trail as a failure', () => {
+    expect(existsSync('/tmp/gatehouse-pwned')).toBe(false);
+    const calls = h.records.filter((r) => r.event.action === 'tools/call');
+    expect(calls.length).toBeGreaterThanOrEqual(attempts.length);
+    expect(calls.every((r) => r.event.outcome === 'failure')).toBe(true);
+    // The audit trail keeps the shape and hash of the SQL, not the SQL.
+    expect(JSON.stringify(calls)).not.toContain('DROP TABLE');
+  });
+
+  it('still answers reads afterwards', async () => {
+    const result = await h.client.callTool({
+      name: 'postgres_query',
+      arguments: { sql: 'SELECT count(*) AS n FROM customers' },
+    });
+    expect(result.structuredContent).toMatchObject({ rows: [[200]] });
+    expect(await company.checksum()).toBe(before);
+  });
+});

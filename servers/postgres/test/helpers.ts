@@ -1,0 +1,177 @@
+import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { createLogger, createRuntime, createServerFactory, loadConfig } from '@gatehouse/core';
+import type { Logger } from '@gatehouse/core';
+import { AuditLog } from '@gatehouse/audit';
+import type { AuditRecord, LineSink } from '@gatehouse/audit';
+import { connectInMemory } from '@gatehouse/testkit';
+import type { Connection, Era } from '@gatehouse/testkit';
+import { freshDatabase } from '@gatehouse/testkit/postgres';
+import type { TestDatabase } from '@gatehouse/testkit/postgres';
+import pg from 'pg';
+import { PostgresConfigSchema } from '../src/config.ts';
+import type { PostgresConfig } from '../src/config.ts';
+import { createPostgresServer } from '../src/server.ts';
+
+export const COMPANY_SQL = readFileSync(new URL('../demo/company.sql', import.meta.url), 'utf8');
+export const ROLE_SQL = readFileSync(new URL('../demo/readonly-role.sql', import.meta.url), 'utf8');
+
+/** A seeded company database with a read-only role, and a privileged connection to it. */
+export interface CompanyDatabase {
+  readonly db: TestDatabase;
+  /** Superuser (owner) connection — the "separate privileged connection" of the checks. */
+  readonly admin: pg.Client;
+  /** The read-only role's name and URL, created with demo/readonly-role.sql. */
+  readonly role: string;
+  readonly url: string;
+  /** A fingerprint of all data and schema; equal before and after means nothing changed. */
+  checksum(): Promise<string>;
+  /** Creates another login role (for role-check tests) and returns its URL. */
+  createRole(sql: (role: string) => string): Promise<{ role: string; url: string }>;
+  close(): Promise<void>;
+}
+
+function roleUrl(base: string, role: string, password: string): string {
+  const url = new URL(base);
+  url.username = role;
+  url.password = password;
+  return url.toString();
+}
+
+/** Creates a company database (demo/company.sql) and the documented read-only role. */
+export async function companyDatabase(adminUrl: string, prefix: string): Promise<CompanyDatabase> {
+  const db = await freshDatabase(adminUrl, prefix);
+  const admin = new pg.Client({ connectionString: db.url });
+  await admin.connect();
+  await admin.query(COMPANY_SQL);
+  const roles: string[] = [];
+  const createRole = async (sql: (role: string) => string) => {
+    const role = `gh_${randomBytes(5).toString('hex')}`;
+    const password = randomBytes(12).toString('hex');
+    await admin.query(`CREATE ROLE ${role} LOGIN PASSWORD '${password}'`);
+    roles.push(role);
+    await admin.query(sql(role));
+    return { role, url: roleUrl(db.url, role, password) };
+  };
+  const documented = await createRole((role) =>
+    ROLE_SQL.replace(/^CREATE ROLE[^;]*;/m, '')
+      .replaceAll('gatehouse_ro', role)
+      .replaceAll('"company"', `"${db.name}"`),
+  );
+  return {
+    db,
+    admin,
+    role: documented.role,
+    url: documented.url,
+    createRole,
+    async checksum() {
+      const tables = await admin.query<{ name: string }>(
+        `SELECT format('%I.%I', n.nspname, c.relname) AS name
+         FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+         WHERE c.relkind IN ('r', 'p', 'm') AND n.nspname NOT IN ('pg_catalog', 'information_schema')
+           AND n.nspname NOT LIKE 'pg\\_%'
+         ORDER BY 1`,
+      );
+      const parts: string[] = [];
+      for (const { name } of tables.rows) {
+        const sum = await admin.query<{ sum: string | null }>(
+          `SELECT md5(string_agg(t::text, '|' ORDER BY t::text)) AS sum FROM ${name} t`,
+        );
+        parts.push(`${name}=${sum.rows[0]!.sum ?? 'empty'}`);
+      }
+      // Schema objects, sequences, large objects, roles and prepared transactions too.
+      const catalog = await admin.query<{ sum: string }>(
+        `SELECT md5(concat_ws('|',
+           (SELECT string_agg(format('%s.%s:%s', n.nspname, c.relname, c.relkind), ',' ORDER BY 1)
+              FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+              WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')),
+           (SELECT string_agg(format('%s:%s', p.oid::regprocedure, md5(p.prosrc)), ',' ORDER BY 1)
+              FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+              WHERE n.nspname NOT IN ('pg_catalog', 'information_schema')),
+           (SELECT string_agg(format('%s:%s', schemaname || '.' || sequencename, last_value), ',' ORDER BY 1)
+              FROM pg_sequences),
+           (SELECT count(*) FROM pg_largeobject_metadata),
+           (SELECT string_agg(rolname, ',' ORDER BY 1) FROM pg_roles),
+           (SELECT count(*) FROM pg_prepared_xacts),
+           (SELECT string_agg(collname, ',' ORDER BY 1) FROM pg_collation)
+         )) AS sum`,
+      );
+      parts.push(`catalog=${catalog.rows[0]!.sum}`);
+      return parts.join('\n');
+    },
+    async close() {
+      await admin.end();
+      await db.drop();
+      const cleanup = new pg.Client({ connectionString: adminUrl });
+      await cleanup.connect();
+      for (const role of roles) await cleanup.query(`DROP ROLE IF EXISTS ${role}`);
+      await cleanup.end();
+    },
+  };
+}
+
+/** A server connected to a real MCP client in memory, with its audit records and log. */
+export interface PostgresHarness extends Connection {
+  readonly config: PostgresConfig;
+  readonly records: AuditRecord[];
+  readonly logs: () => string;
+  readonly logger: Logger;
+  readonly definition: ReturnType<typeof createPostgresServer>;
+}
+
+/** Starts the Postgres server (role check included) and connects a client in memory. */
+export async function connectPostgres(
+  env: Record<string, string>,
+  options: { era?: Era; verify?: boolean } = {},
+): Promise<PostgresHarness> {
+  const config = loadConfig(PostgresConfigSchema, {
+    GATEHOUSE_PRINCIPAL: 'tester',
+    GATEHOUSE_RATE_READ_PER_MIN: '100000',
+    ...env,
+  });
+  const records: AuditRecord[] = [];
+  let logText = '';
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        logText += chunk.toString();
+        done();
+      },
+    }),
+  });
+  const memory: LineSink = {
+    name: 'memory',
+    write: (line) => {
+      const record = JSON.parse(line) as AuditRecord;
+      if (record.event.action !== 'audit/checkpoint') records.push(record);
+    },
+    close: () => undefined,
+  };
+  const audit = new AuditLog({ sinks: [memory], service: { name: 'pg-test', version: '1' } });
+  const definition = createPostgresServer(config, { logger });
+  if (options.verify !== false) await definition.db.verify();
+  const connection = await connectInMemory(
+    createServerFactory(definition, createRuntime(config, logger, { audit })),
+    { era: options.era ?? 'legacy' },
+  );
+  return {
+    ...connection,
+    config,
+    records,
+    logger,
+    definition,
+    logs: () => logText,
+    async close() {
+      await connection.close();
+      await definition.db.close();
+    },
+  };
+}
+
+/** The text content of a tool result. */
+export function text(result: unknown): string {
+  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
+  return content.map((c) => c.text ?? '').join('\n');
+}

@@ -1,0 +1,280 @@
+import { describe, expect, it } from 'vitest';
+import { SqlRefusedError, analyzeSql } from '../src/sql-guard.ts';
+import type { SqlRule } from '../src/sql-guard.ts';
+import { checkMasking, checkStatic } from '../src/sql-policy.ts';
+import type { MaskedColumn } from '../src/sql-policy.ts';
+
+// Layer 2 on its own: the parser and the static rules, with no database behind them.
+
+const options = { allowExplainAnalyze: false };
+const policy = { schemas: ['public', 'sales'], allowFunctions: [] };
+
+async function refusal(sql: string, opts = options): Promise<SqlRefusedError> {
+  try {
+    const analysis = await analyzeSql(sql, opts);
+    checkStatic(analysis, policy);
+  } catch (error) {
+    if (error instanceof SqlRefusedError) return error;
+    throw error;
+  }
+  throw new Error(`accepted: ${sql}`);
+}
+
+async function expectRule(sql: string, rule: SqlRule, opts = options): Promise<void> {
+  const error = await refusal(sql, opts);
+  expect(error.rule, `${sql} → ${error.message}`).toBe(rule);
+  expect(error.message).toContain(`rule ${rule}`);
+  expect(error.code).toBe('sql_refused');
+}
+
+describe('statement shape', () => {
+  it.each([
+    'SELECT 1',
+    'select * from customers where id = $1',
+    'WITH a AS (SELECT 1 AS x), b AS (SELECT x FROM a) SELECT * FROM b',
+    'SELECT 1 UNION ALL SELECT 2 ORDER BY 1',
+    'VALUES (1, 2), (3, 4)',
+    'TABLE customers',
+    'SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY total) FROM orders',
+    'SELECT id, rank() OVER (PARTITION BY status ORDER BY total DESC) FROM orders',
+    'SELECT * FROM orders o JOIN LATERAL (SELECT * FROM order_items i WHERE i.order_id = o.id LIMIT 1) x ON true',
+    'WITH RECURSIVE t(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM t WHERE n < 5) SELECT * FROM t',
+    'SELECT 1; ',
+    '/* ; */ SELECT 1 -- trailing ; comment',
+    'EXPLAIN SELECT * FROM orders',
+    'EXPLAIN (FORMAT JSON, VERBOSE) SELECT 1',
+    'EXPLAIN (ANALYZE false) SELECT 1',
+    'EXPLAIN (ANALYZE off) SELECT 1',
+    "SELECT 'COMMIT; DROP TABLE x' AS s",
+    'SELECT $$;$$ AS s',
+  ])('accepts %s', async (sql) => {
+    const analysis = await analyzeSql(sql, options);
+    expect(() => checkStatic(analysis, policy)).not.toThrow();
+  });
+
+  it.each([
+    ['SELECT 1; COMMIT; DROP TABLE users;', 'single_statement'],
+    ['COMMIT; DROP SCHEMA public CASCADE;', 'single_statement'],
+    ['SELECT 1; END; DELETE FROM orders', 'single_statement'],
+    ['ROLLBACK; UPDATE products SET price = 0', 'single_statement'],
+    ['SELECT 1; SELECT 2', 'single_statement'],
+    ['SELECT 1 --\n; DROP TABLE customers', 'single_statement'],
+    ['SELECT $$;$$; DROP TABLE customers', 'single_statement'],
+    ['/* harmless */ COMMIT; DROP TABLE customers', 'single_statement'],
+    ['', 'syntax'],
+    [' ; ; -- nothing', 'single_statement'],
+    ['SELEC 1', 'syntax'],
+    ["SELECT 'unterminated", 'syntax'],
+    ['COMMIT', 'statement_type'],
+    ['SET TRANSACTION READ WRITE', 'statement_type'],
+    ['SET default_transaction_read_only = off', 'statement_type'],
+    ['RESET ALL', 'statement_type'],
+    ["COPY customers TO PROGRAM 'touch /tmp/pwned'", 'statement_type'],
+    ["COPY (SELECT 1) TO '/tmp/pwned'", 'statement_type'],
+    ['DO $$ BEGIN DELETE FROM orders; END $$', 'statement_type'],
+    ['CALL purge()', 'statement_type'],
+    ['PREPARE p AS DELETE FROM orders', 'statement_type'],
+    ['EXECUTE p', 'statement_type'],
+    ['LISTEN x', 'statement_type'],
+    ["NOTIFY x, 'y'", 'statement_type'],
+    ['DELETE FROM orders', 'statement_type'],
+    ["INSERT INTO customers (name) VALUES ('x')", 'statement_type'],
+    [
+      'MERGE INTO products p USING products q ON p.id = q.id WHEN MATCHED THEN DELETE',
+      'statement_type',
+    ],
+    ['CREATE TABLE stolen AS SELECT * FROM customers', 'statement_type'],
+    ['DECLARE c CURSOR FOR SELECT 1', 'statement_type'],
+    ['TRUNCATE orders', 'statement_type'],
+    ['LOCK TABLE customers', 'statement_type'],
+    ['VACUUM orders', 'statement_type'],
+    ['GRANT SELECT ON customers TO public', 'statement_type'],
+    ['EXPLAIN DELETE FROM orders', 'statement_type'],
+    ['EXPLAIN ANALYZE DELETE FROM orders', 'statement_type'],
+    ['WITH d AS (DELETE FROM order_items RETURNING *) SELECT count(*) FROM d', 'data_modifying'],
+    ['WITH u AS (UPDATE products SET price = 0 RETURNING 1) SELECT * FROM u', 'data_modifying'],
+    [
+      "WITH i AS (INSERT INTO customers (name) VALUES ('x') RETURNING id) SELECT id FROM i",
+      'data_modifying',
+    ],
+    [
+      'WITH a AS (WITH b AS (DELETE FROM t RETURNING 1) SELECT * FROM b) SELECT * FROM a',
+      'data_modifying',
+    ],
+    ['SELECT * FROM (WITH d AS (DELETE FROM t RETURNING 1) SELECT * FROM d) s', 'data_modifying'],
+    ['SELECT * INTO stolen FROM customers', 'select_into'],
+    ['SELECT * FROM customers FOR UPDATE', 'locking_clause'],
+    ['SELECT * FROM customers FOR KEY SHARE SKIP LOCKED', 'locking_clause'],
+    ['SELECT * FROM (SELECT * FROM customers FOR SHARE) s', 'locking_clause'],
+    ['(SELECT 1 FROM t FOR NO KEY UPDATE) UNION SELECT 2', 'locking_clause'],
+    ['EXPLAIN ANALYZE SELECT 1', 'explain_analyze'],
+    ['EXPLAIN (ANALYZE, FORMAT JSON) SELECT 1', 'explain_analyze'],
+    ['EXPLAIN (ANALYZE on) SELECT 1', 'explain_analyze'],
+  ] as const)('refuses %j (%s)', async (sql, rule) => {
+    await expectRule(sql, rule);
+  });
+
+  it('allows EXPLAIN ANALYZE of a SELECT only when configured', async () => {
+    const analysis = await analyzeSql('EXPLAIN ANALYZE SELECT 1', { allowExplainAnalyze: true });
+    expect(analysis).toMatchObject({ kind: 'explain', analyze: true });
+    await expectRule('EXPLAIN ANALYZE DELETE FROM t', 'statement_type', {
+      allowExplainAnalyze: true,
+    });
+  });
+
+  it('names the position of a syntax error and the statement it refused', async () => {
+    expect((await refusal('SELECT * FORM customers')).message).toMatch(/at character \d+/);
+    expect((await refusal('DO $$ BEGIN END $$')).message).toContain('a DO block');
+    expect((await refusal('SELECT 1; SELECT 2')).message).toContain('this has 2');
+  });
+
+  it('keeps the statement text without the trailing semicolon, multibyte-safe', async () => {
+    const analysis = await analyzeSql("SELECT 'é€😀' AS x ;  ", options);
+    expect(analysis.statement).toBe("SELECT 'é€😀' AS x");
+  });
+});
+
+describe('functions, wherever they are called', () => {
+  const denied = [
+    "SELECT * FROM pg_read_file('/etc/passwd')",
+    "SELECT pg_read_file('/etc/passwd')",
+    "SELECT pg_catalog.pg_read_file('/etc/passwd')",
+    'SELECT "pg_read_file"(\'/etc/passwd\')',
+    "SELECT PG_CATALOG.PG_READ_FILE('/etc/passwd')",
+    'SELECT U&"\\0070g_read_file"(\'/etc/passwd\')',
+    "SELECT 1 WHERE length(pg_read_binary_file('/etc/passwd')) > 0",
+    "SELECT * FROM customers c JOIN LATERAL pg_ls_dir('.') d ON true",
+    "SELECT (SELECT max(x) FROM pg_stat_file('/etc/passwd') x)",
+    "WITH a AS (SELECT lo_import('/etc/passwd') AS oid) SELECT * FROM a",
+    "SELECT lo_export(1, '/tmp/x')",
+    "SELECT lo_from_bytea(0, 'x')",
+    "SELECT dblink_exec('dbname=postgres', 'DROP TABLE customers')",
+    "SELECT * FROM dblink('dbname=postgres', 'SELECT 1') AS t(a int)",
+    "SELECT set_config('default_transaction_read_only', 'off', false)",
+    'SELECT pg_reload_conf()',
+    'SELECT pg_advisory_lock(42)',
+    'SELECT pg_try_advisory_xact_lock(42)',
+    "SELECT nextval('orders_id_seq')",
+    "SELECT setval('orders_id_seq', 1)",
+    'SELECT pg_terminate_backend(pid) FROM sales.sessions',
+    'SELECT pg_cancel_backend(1)',
+    "SELECT pg_notify('x', 'y')",
+    'SELECT pg_sleep(60)',
+    "SELECT pg_sleep_for('1 hour')",
+    "SELECT query_to_xml('DELETE FROM orders RETURNING 1', true, true, '')",
+    "SELECT table_to_xml('hr.salaries', true, true, '')",
+    "SELECT ts_stat('SELECT 1')",
+    "SELECT pg_import_system_collations('pg_catalog')",
+    "SELECT pg_logical_emit_message(true, 'x', 'y')",
+    'SELECT txid_current()',
+    'SELECT CASE WHEN true THEN pg_sleep(1) END',
+    'SELECT count(*) FILTER (WHERE pg_advisory_lock(1) IS NULL) FROM orders',
+    'SELECT * FROM orders ORDER BY pg_sleep(1)',
+    'SELECT * FROM orders o JOIN customers c ON c.id = o.customer_id AND pg_sleep(1) IS NULL',
+    'VALUES (pg_sleep(1))',
+    'EXPLAIN SELECT pg_sleep(1)',
+  ];
+  it.each(denied)('refuses %s', async (sql) => {
+    await expectRule(sql, 'function_denied');
+  });
+
+  it('collects every call for the volatility check, FROM and nested included', async () => {
+    const analysis = await analyzeSql(
+      'SELECT lower(a), (SELECT upper(b)) FROM f1() x, LATERAL s.f2(x.a) y WHERE g(1) ORDER BY h()',
+      options,
+    );
+    expect(analysis.functions).toEqual(
+      expect.arrayContaining([
+        { name: 'lower' },
+        { name: 'upper' },
+        { name: 'f1' },
+        { schema: 's', name: 'f2' },
+        { name: 'g' },
+        { name: 'h' },
+      ]),
+    );
+    const ops = await analyzeSql(
+      'SELECT 1 === 2, a OPERATOR(sales.+) b, x BETWEEN 1 AND 2',
+      options,
+    );
+    expect(ops.operators).toEqual([{ name: '===' }, { schema: 'sales', name: '+' }]);
+  });
+});
+
+describe('schemas', () => {
+  it.each([
+    ['SELECT * FROM hr.salaries', 'schema_not_allowed'],
+    ['SELECT * FROM public.customers c JOIN hr.salaries s ON true', 'schema_not_allowed'],
+    ['SELECT (SELECT count(*) FROM hr.salaries)', 'schema_not_allowed'],
+    ['SELECT hr.raise()', 'schema_not_allowed'],
+    ['SELECT * FROM pg_catalog.pg_authid', 'system_catalog'],
+    ['SELECT * FROM pg_shadow', 'system_catalog'],
+    ['SELECT * FROM pg_stat_activity', 'system_catalog'],
+    ['SELECT * FROM information_schema.tables', 'system_catalog'],
+  ] as const)('refuses %s (%s)', async (sql, rule) => {
+    await expectRule(sql, rule);
+  });
+
+  it('accepts the allowed schemas, pg_catalog functions and CTEs named like catalogs', async () => {
+    for (const sql of [
+      'SELECT * FROM sales.leads l JOIN public.customers c ON true',
+      'SELECT pg_catalog.lower(name) FROM customers',
+      'WITH pg_tmp AS (SELECT 1) SELECT * FROM pg_tmp',
+    ]) {
+      const analysis = await analyzeSql(sql, options);
+      expect(() => checkStatic(analysis, policy)).not.toThrow();
+    }
+  });
+});
+
+describe('masking (refuse side)', () => {
+  const touched: MaskedColumn[] = [
+    { schema: 'public', table: 'customers', column: 'email', tableOid: 1, attnum: 3 },
+  ];
+  const check = async (sql: string) => checkMasking(await analyzeSql(sql, options), touched);
+
+  it.each([
+    'SELECT email FROM customers',
+    'SELECT c.email AS contact, c.name FROM customers c',
+    'SELECT * FROM customers',
+    'SELECT c.*, 1 AS one FROM customers c',
+    'SELECT count(*) FROM customers',
+    'SELECT id, name FROM customers WHERE country = $1 ORDER BY name',
+    'SELECT id FROM customers c WHERE EXISTS (SELECT * FROM orders o WHERE o.customer_id = c.id)',
+  ])('allows %s', async (sql) => {
+    await expect(check(sql)).resolves.toBeUndefined();
+  });
+
+  it.each([
+    "SELECT id FROM customers WHERE email LIKE 'a%'",
+    'SELECT id FROM customers ORDER BY email',
+    'SELECT email AS e FROM customers ORDER BY e',
+    'SELECT id, name, email FROM customers ORDER BY 3',
+    'SELECT email, count(*) FROM customers GROUP BY 1',
+    'SELECT email FROM customers GROUP BY email',
+    'SELECT lower(email) FROM customers',
+    "SELECT email || '' FROM customers",
+    'SELECT email::int FROM customers',
+    'SELECT length(c.email) FROM customers c',
+    'SELECT (SELECT email FROM customers LIMIT 1)',
+    'WITH x AS (SELECT email FROM customers) SELECT * FROM x',
+    'SELECT * FROM (SELECT * FROM customers) s',
+    'SELECT c FROM customers c',
+    'SELECT row_to_json(c) FROM customers c',
+    'SELECT to_json(c.*) FROM customers c',
+    'SELECT (c).email FROM customers c',
+    'SELECT a.id FROM customers a JOIN customers b USING (email)',
+    'SELECT * FROM customers NATURAL JOIN orders',
+    'SELECT email FROM customers UNION SELECT name FROM customers',
+    'SELECT DISTINCT ON (email) id FROM customers',
+    'SELECT id, rank() OVER (PARTITION BY email) FROM customers',
+    'SELECT max(email) FROM customers',
+  ])('refuses %s', async (sql) => {
+    await expect(check(sql)).rejects.toMatchObject({ rule: 'masked_column' });
+  });
+
+  it('leaves queries over other tables alone', async () => {
+    const analysis = await analyzeSql('SELECT lower(name) FROM products ORDER BY 1', options);
+    expect(() => checkMasking(analysis, [])).not.toThrow();
+  });
+});
