@@ -256,11 +256,29 @@ function unwrap(schema: z.ZodType): z.ZodType {
 /** The keys of `schema` whose values are secret. */
 export function secretKeys(schema: z.ZodObject): string[] {
   return Object.entries(schema.shape)
-    .filter(([, field]) => {
-      const s = field as z.ZodType;
-      return secretRegistry.has(s) || secretRegistry.has(unwrap(s));
-    })
+    .filter(([, field]) => isSecret(field as z.ZodType))
     .map(([key]) => key);
+}
+
+/**
+ * Whether a field was marked with `secret()`, through the wrappers and clones zod makes:
+ * `.optional()`/`.default()` wrap it, and `.describe()`/`.meta()` clone it (the clone keeps a
+ * `_zod.parent` link), so `secret(z.string()).describe('…')` still counts.
+ */
+function isSecret(field: z.ZodType): boolean {
+  const seen = new Set<z.ZodType>();
+  const queue: z.ZodType[] = [field];
+  while (queue.length > 0) {
+    const s = queue.pop()!;
+    if (seen.has(s)) continue;
+    seen.add(s);
+    if (secretRegistry.has(s)) return true;
+    const parent = s._zod.parent as z.ZodType | undefined;
+    if (parent !== undefined) queue.push(parent);
+    const inner = unwrap(s);
+    if (inner !== s) queue.push(inner);
+  }
+  return false;
 }
 
 /** Options of {@link loadConfig}. */

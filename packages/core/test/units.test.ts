@@ -12,6 +12,7 @@ import {
   redactConfig,
   sanitizeText,
   secret,
+  secretKeys,
 } from '@gatehouse/core';
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
@@ -78,6 +79,23 @@ describe('loadConfig', () => {
     expect(missing[0]).toMatch(/^API_TOKEN: /);
     const config = loadConfig(schema, { API_TOKEN: 'tok_abc' });
     expect(redactConfig(schema, config).API_TOKEN).toBe('[secret]');
+  });
+
+  it('still knows a secret after .describe(), .optional() or .default() (zod clones it)', () => {
+    const schema = defineConfig({
+      A: secret(z.string()).describe('described after marking'),
+      B: secret(z.string().min(1)).optional().describe('optional, then described'),
+      C: secret(z.string()).default('x').describe('default, then described'),
+      D: z.string().describe('not a secret'),
+    });
+    expect(secretKeys(schema).filter((k) => !k.startsWith('GATEHOUSE_'))).toEqual(['A', 'B', 'C']);
+    const config = loadConfig(schema, { A: 'a-secret', B: 'b-secret', D: 'plain' });
+    expect(redactConfig(schema, config)).toMatchObject({
+      A: '[secret]',
+      B: '[secret]',
+      C: '[secret]',
+      D: 'plain',
+    });
   });
 
   it('reads NAME_FILE variants with the injected reader', () => {

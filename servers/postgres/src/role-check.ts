@@ -54,6 +54,9 @@ const USER_NAMESPACES = `
 
 const LIMIT = 50;
 
+// schema.name of pg_class row c, whatever the search_path.
+const QUALIFIED = `pg_catalog.format('%I.%I', (SELECT nspname FROM pg_catalog.pg_namespace WHERE oid = c.relnamespace), c.relname)`;
+
 /** Runs the check with `client` (connected as the configured role). */
 export async function checkRole(client: ClientBase): Promise<RoleReport> {
   const findings: RoleFinding[] = [];
@@ -101,7 +104,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
        SELECT 'schema ' || quote_ident(n.nspname) FROM pg_catalog.pg_namespace n
          WHERE n.nspowner = a.oid AND n.oid IN (${USER_NAMESPACES})
        UNION ALL
-       SELECT 'relation ' || c.oid::regclass::text FROM pg_catalog.pg_class c
+       SELECT 'relation ' || ${QUALIFIED} FROM pg_catalog.pg_class c
          WHERE c.relowner = a.oid AND c.relnamespace IN (${USER_NAMESPACES})
        UNION ALL
        SELECT 'function ' || p.oid::regprocedure::text FROM pg_catalog.pg_proc p
@@ -115,7 +118,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
   }
 
   const privileges = await client.query<{ rolname: string; privilege: string; object: string }>(
-    `SELECT a.rolname, p.privilege, c.oid::regclass::text AS object
+    `SELECT a.rolname, p.privilege, ${QUALIFIED} AS object
      FROM (${ACTING_ROLES}) a
      CROSS JOIN pg_catalog.pg_class c
      CROSS JOIN unnest($1::text[]) AS p(privilege)
@@ -133,7 +136,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
   }
 
   const sequences = await client.query<{ rolname: string; object: string }>(
-    `SELECT a.rolname, c.oid::regclass::text AS object
+    `SELECT a.rolname, ${QUALIFIED} AS object
      FROM (${ACTING_ROLES}) a CROSS JOIN pg_catalog.pg_class c
      WHERE c.relkind = 'S' AND c.relnamespace IN (${USER_NAMESPACES})
        AND (pg_catalog.has_sequence_privilege(a.oid, c.oid, 'UPDATE')

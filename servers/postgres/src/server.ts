@@ -94,7 +94,7 @@ export function createPostgresServer(
 export async function startPostgresServer(
   config: PostgresConfig,
   deps: { logger: Logger },
-): Promise<ServerDefinition> {
+): Promise<ServerDefinition & { readonly db: PostgresDatabase }> {
   const definition = createPostgresServer(config, deps);
   try {
     const report = await definition.db.verify();

@@ -1,0 +1,194 @@
+import { fileURLToPath } from 'node:url';
+import { createLogger, loadConfig } from '@gatehouse/core';
+import { spawnServer } from '@gatehouse/testkit';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { checkRole } from '../src/role-check.ts';
+import { PostgresConfigSchema } from '../src/config.ts';
+import { startPostgresServer } from '../src/server.ts';
+import { companyDatabase } from './helpers.ts';
+import type { CompanyDatabase } from './helpers.ts';
+
+// Layer 1 on its own: the startup role check against real roles and grants.
+
+const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+let company: CompanyDatabase;
+
+beforeAll(async () => {
+  company = await companyDatabase(inject('pgAdminUrl'), 'roles');
+});
+afterAll(async () => {
+  await company?.close();
+});
+
+async function findings(url: string) {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return (await checkRole(client)).findings.map((f) => `${f.kind}: ${f.detail} [${f.role}]`);
+  } finally {
+    await client.end();
+  }
+}
+
+describe('the role check', () => {
+  it('passes the role created with the documented SQL', async () => {
+    expect(await findings(company.url)).toEqual([]);
+  });
+
+  it('refuses a superuser', async () => {
+    expect(await findings(company.db.url)).toContainEqual(
+      expect.stringMatching(/^superuser: is a superuser/),
+    );
+  });
+
+  it.each([
+    [
+      'a table owner',
+      (r: string) =>
+        `CREATE TABLE public.mine_${r} (x int); ALTER TABLE public.mine_${r} OWNER TO ${r}`,
+      /^owner: owns relation public\.mine_/,
+    ],
+    [
+      'INSERT on a table',
+      (r: string) => `GRANT SELECT, INSERT ON public.orders TO ${r}`,
+      /^privilege: INSERT on public\.orders/,
+    ],
+    [
+      'UPDATE on one column',
+      (r: string) => `GRANT UPDATE (status) ON public.orders TO ${r}`,
+      /^privilege: UPDATE on public\.orders/,
+    ],
+    [
+      'DELETE',
+      (r: string) => `GRANT DELETE ON public.order_items TO ${r}`,
+      /^privilege: DELETE on public\.order_items/,
+    ],
+    [
+      'TRUNCATE',
+      (r: string) => `GRANT TRUNCATE ON public.customers TO ${r}`,
+      /^privilege: TRUNCATE on public\.customers/,
+    ],
+    [
+      'REFERENCES',
+      (r: string) => `GRANT REFERENCES ON public.customers TO ${r}`,
+      /^privilege: REFERENCES on public\.customers/,
+    ],
+    [
+      'TRIGGER',
+      (r: string) => `GRANT TRIGGER ON public.customers TO ${r}`,
+      /^privilege: TRIGGER on public\.customers/,
+    ],
+    [
+      'CREATE on a schema',
+      (r: string) => `GRANT CREATE ON SCHEMA hr TO ${r}`,
+      /^schema_create: CREATE on schema hr/,
+    ],
+    [
+      'CREATE on the database',
+      (r: string) => `GRANT CREATE ON DATABASE "${company.db.name}" TO ${r}`,
+      /^database_create: CREATE on database/,
+    ],
+    [
+      'USAGE on a sequence',
+      (r: string) => `GRANT USAGE ON SEQUENCE public.orders_id_seq TO ${r}`,
+      /^sequence: USAGE\/UPDATE on sequence public\.orders_id_seq/,
+    ],
+    ['CREATEDB', (r: string) => `ALTER ROLE ${r} CREATEDB`, /^attribute: has CREATEDB/],
+    [
+      'pg_write_all_data',
+      (r: string) => `GRANT pg_write_all_data TO ${r}`,
+      /^predefined_role: is a member of pg_write_all_data/,
+    ],
+  ])('refuses %s', async (_what, grant, expected) => {
+    const { url } = await company.createRole(grant);
+    expect(await findings(url)).toContainEqual(expect.stringMatching(expected));
+  });
+
+  it('refuses a role that can SET ROLE to a writer, naming the writer', async () => {
+    const writer = await company.createRole((r) => `GRANT INSERT ON public.orders TO ${r}`);
+    const { url } = await company.createRole(
+      (r) => `GRANT ${writer.role} TO ${r} WITH INHERIT FALSE, SET TRUE`,
+    );
+    expect(await findings(url)).toContainEqual(
+      `privilege: INSERT on public.orders [${writer.role}]`,
+    );
+  });
+});
+
+describe('starting the server', () => {
+  const logger = createLogger({ level: 'silent' });
+
+  it('refuses to start as a privileged role, with the findings under POSTGRES_URL', async () => {
+    const config = loadConfig(PostgresConfigSchema, { POSTGRES_URL: company.db.url });
+    await expect(startPostgresServer(config, { logger })).rejects.toMatchObject({
+      name: 'ConfigError',
+      message: expect.stringMatching(
+        /POSTGRES_URL: Refusing to serve: role "postgres".*is a superuser/,
+      ),
+    });
+  });
+
+  it('exits with code 2 and a readable message that holds no secret', async () => {
+    const password = new URL(company.db.url).password;
+    const server = await spawnServer(process.execPath, [BIN], {
+      env: { POSTGRES_URL: company.db.url, PATH: process.env.PATH ?? '' },
+      waitForStart: false,
+    });
+    expect(await server.exited()).toBe(2);
+    const stderr = server.logs.map((l) => JSON.stringify(l)).join('\n');
+    expect(stderr).toContain('POSTGRES_ALLOW_PRIVILEGED_ROLE');
+    expect(stderr).toContain('is a superuser');
+    expect(stderr).not.toContain(password);
+  });
+
+  it('starts anyway with the override, warning loudly and writing an audit record', async () => {
+    const password = new URL(company.db.url).password;
+    const server = await spawnServer(process.execPath, [BIN], {
+      env: {
+        POSTGRES_URL: company.db.url,
+        POSTGRES_ALLOW_PRIVILEGED_ROLE: 'true',
+        PATH: process.env.PATH ?? '',
+      },
+    });
+    try {
+      const warning = await server.waitForLog((l) => /SECURITY CHECK OVERRIDDEN/.test(l.msg ?? ''));
+      expect(warning).toMatchObject({ level: 'warn', setting: 'POSTGRES_ALLOW_PRIVILEGED_ROLE' });
+      const override = server
+        .auditRecords()
+        .find((r) => r.event.action === 'gatehouse/security_override');
+      expect(override).toMatchObject({
+        event: { reason: 'security_override', category: ['configuration'] },
+        gatehouse: {
+          setting: 'POSTGRES_ALLOW_PRIVILEGED_ROLE',
+          role: 'postgres',
+          findings: expect.arrayContaining([expect.objectContaining({ kind: 'superuser' })]),
+        },
+      });
+      expect(JSON.stringify(server.logs)).not.toContain(password);
+    } finally {
+      server.child.stdin?.end();
+      await server.stop();
+    }
+  });
+
+  it('sets default_transaction_read_only on every session as well', async () => {
+    const config = loadConfig(PostgresConfigSchema, { POSTGRES_URL: company.url });
+    const definition = await startPostgresServer(config, { logger });
+    const { db } = definition;
+    try {
+      const settings = await db.transaction(
+        { signal: new AbortController().signal, deadline: Date.now() + 5_000 },
+        async (client) =>
+          (
+            await client.query<{ d: string; t: string }>(
+              "SELECT current_setting('default_transaction_read_only') AS d, current_setting('transaction_read_only') AS t",
+            )
+          ).rows[0],
+      );
+      expect(settings).toEqual({ d: 'on', t: 'on' });
+    } finally {
+      await definition.close?.();
+    }
+  });
+});
