@@ -307,7 +307,9 @@ export class PostgresDatabase {
       const remaining = Math.floor(bounds.deadline - Date.now());
       const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
       await client.query(
-        `${this.beginPrefix}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}`,
+        // The closing SELECT takes the transaction's snapshot: from then on PostgreSQL refuses
+        // SET TRANSACTION READ WRITE ("must be set before any query"), which a SET alone does not.
+        `${this.beginPrefix}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SELECT 1`,
       );
       return await fn(client);
     } catch (error) {

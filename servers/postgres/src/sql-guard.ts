@@ -67,8 +67,12 @@ export interface SqlAnalysis {
   readonly usingColumns: readonly string[];
   /** Whether a NATURAL join appears (it joins on every same-named column). */
   readonly naturalJoin: boolean;
-  /** Whether ORDER BY/GROUP BY refer to an output column by position (`ORDER BY 2`). */
-  readonly positionalReference: boolean;
+  /**
+   * The outermost SELECT list as masking sees it: a bare column's name, `*` for a star, null
+   * for anything else; and the positions its ORDER BY/GROUP BY/DISTINCT ON refer to (`ORDER BY 2`).
+   */
+  readonly topTargets: ReadonlyArray<string | null>;
+  readonly topPositions: readonly number[];
   /** Output aliases of bare top-level columns: alias → column name. */
   readonly topAliases: ReadonlyMap<string, string>;
 }
@@ -225,8 +229,9 @@ function collect(
   const columns: ColumnReference[] = [];
   const usingColumns: string[] = [];
   let naturalJoin = false;
-  let positionalReference = false;
   const topAliases = new Map<string, string>();
+  const topTargets: Array<string | null> = [];
+  const topPositions: number[] = [];
 
   // The outermost SELECT list's bare columns are reported with their origin (table, column)
   // in RowDescription, so their values can be masked; anything else must not touch a masked
@@ -239,9 +244,20 @@ function collect(
       if (isNode(val) && isNode(val.ColumnRef)) {
         topLevel.add(val.ColumnRef);
         const fields = names(val.ColumnRef.fields);
+        topTargets.push(fields.at(-1)!);
         if (typeof res?.name === 'string' && fields.at(-1) !== '*') {
           topAliases.set(res.name, fields.at(-1)!);
         }
+      } else {
+        topTargets.push(null);
+      }
+    }
+  }
+  for (const clause of ['sortClause', 'groupClause', 'distinctClause'] as const) {
+    for (const item of (top[clause] as Node[] | undefined) ?? []) {
+      const expr = (item.SortBy as Node | undefined)?.node ?? item;
+      if (isNode(expr) && isNode(expr.A_Const) && isNode(expr.A_Const.ival)) {
+        topPositions.push(Number(expr.A_Const.ival.ival ?? 0));
       }
     }
   }
@@ -265,14 +281,6 @@ function collect(
         'locking_clause',
         'FOR UPDATE/SHARE locks rows; remove the locking clause.',
       );
-    }
-    for (const clause of ['sortClause', 'groupClause'] as const) {
-      for (const item of (value[clause] as Node[] | undefined) ?? []) {
-        const expr = (item.SortBy as Node | undefined)?.node ?? item;
-        if (isNode(expr) && isNode(expr.A_Const) && 'ival' in expr.A_Const) {
-          positionalReference = true;
-        }
-      }
     }
     for (const [key, raw] of Object.entries(value)) {
       if (WRITE_NODES.has(key)) {
@@ -357,7 +365,8 @@ function collect(
     columns,
     usingColumns,
     naturalJoin,
-    positionalReference,
     topAliases,
+    topTargets,
+    topPositions,
   };
 }

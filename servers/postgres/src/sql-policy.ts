@@ -233,7 +233,12 @@ export function checkMasking(analysis: SqlAnalysis, touched: readonly MaskedColu
     if (names.has(column)) refuse(`JOIN … USING (${column}) compares a masked column`);
   }
   if (analysis.naturalJoin) refuse('a NATURAL JOIN compares same-named (possibly masked) columns');
-  if (analysis.positionalReference) {
-    refuse('ORDER BY/GROUP BY by position could sort or group by a masked column; name the column');
+  for (const position of analysis.topPositions) {
+    // A star before the position hides which column it is; otherwise look at the column.
+    const upTo = analysis.topTargets.slice(0, position);
+    const target = analysis.topTargets[position - 1];
+    if (upTo.includes('*') || (target !== null && target !== undefined && names.has(target))) {
+      refuse(`ORDER BY/GROUP BY ${position} sorts or groups by a masked column`);
+    }
   }
 }

@@ -241,6 +241,8 @@ describe('masking (refuse side)', () => {
     'SELECT count(*) FROM customers',
     'SELECT id, name FROM customers WHERE country = $1 ORDER BY name',
     'SELECT id FROM customers c WHERE EXISTS (SELECT * FROM orders o WHERE o.customer_id = c.id)',
+    'SELECT lower(name), email FROM customers ORDER BY 1',
+    'SELECT country, count(*) FROM customers GROUP BY 1',
   ])('allows %s', async (sql) => {
     await expect(check(sql)).resolves.toBeUndefined();
   });
@@ -250,6 +252,8 @@ describe('masking (refuse side)', () => {
     'SELECT id FROM customers ORDER BY email',
     'SELECT email AS e FROM customers ORDER BY e',
     'SELECT id, name, email FROM customers ORDER BY 3',
+    'SELECT * FROM customers ORDER BY 2',
+    'SELECT DISTINCT ON (1) email FROM customers',
     'SELECT email, count(*) FROM customers GROUP BY 1',
     'SELECT email FROM customers GROUP BY email',
     'SELECT lower(email) FROM customers',

@@ -1,0 +1,265 @@
+import { createLogger, loadConfig } from '@gatehouse/core';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { PostgresDatabase } from '../src/client.ts';
+import { PostgresConfigSchema } from '../src/config.ts';
+import { executeCapped } from '../src/execute.ts';
+import { companyDatabase, connectPostgres, text } from './helpers.ts';
+import type { CompanyDatabase } from './helpers.ts';
+
+// Layer 3 on its own: the read-only transaction, the extended protocol, the timeouts and
+// cancellation — driven directly, with no SQL check in front and a superuser behind (the role
+// check overridden), so only this layer stands between the SQL and the data.
+
+let company: CompanyDatabase;
+let db: PostgresDatabase;
+let before: string;
+const logger = createLogger({ level: 'silent' });
+
+function database(env: Record<string, string> = {}): PostgresDatabase {
+  const config = loadConfig(PostgresConfigSchema, {
+    POSTGRES_URL: company.db.url,
+    POSTGRES_ALLOW_PRIVILEGED_ROLE: 'true',
+    ...env,
+  });
+  return new PostgresDatabase(config, logger, config.POSTGRES_SCHEMAS);
+}
+
+function bounds(ms = 10_000) {
+  return { signal: AbortSignal.timeout(ms), deadline: Date.now() + ms };
+}
+
+/** Runs SQL straight through layer 3 (no parser, no policy). */
+function raw(sql: string, target = db, b = bounds()) {
+  return target.transaction(b, (client) =>
+    executeCapped(
+      target,
+      client,
+      sql,
+      [],
+      { maxRows: 100, maxBytes: 65_536 },
+      { all: [], touched: [] },
+    ),
+  );
+}
+
+async function activeQueries(pattern: string): Promise<number> {
+  const result = await company.admin.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM pg_stat_activity
+     WHERE state = 'active' AND query LIKE $1 AND pid <> pg_backend_pid()`,
+    [`%${pattern}%`],
+  );
+  return result.rows[0]!.n;
+}
+
+async function until(check: () => Promise<boolean>, ms = 5_000): Promise<boolean> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (await check()) return true;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return check();
+}
+
+beforeAll(async () => {
+  company = await companyDatabase(inject('pgAdminUrl'), 'exec');
+  db = database();
+  await db.verify();
+  before = await company.checksum();
+});
+afterAll(async () => {
+  await db?.close();
+  await company?.close();
+});
+
+describe('the read-only transaction', () => {
+  it.each([
+    [
+      'a second statement',
+      'SELECT 1; DROP TABLE customers',
+      /multiple commands into a prepared statement/,
+    ],
+    [
+      'COMMIT then a write',
+      'COMMIT; DELETE FROM orders',
+      /multiple commands into a prepared statement/,
+    ],
+    ['a write', 'DELETE FROM orders', /read-only transaction/],
+    ['DDL', 'DROP TABLE order_items', /read-only transaction/],
+    [
+      'a data-modifying CTE',
+      'WITH d AS (DELETE FROM orders RETURNING 1) SELECT count(*) FROM d',
+      /read-only transaction/,
+    ],
+    ['SELECT INTO', 'SELECT * INTO stolen FROM customers', /read-only transaction/],
+    ['nextval', "SELECT nextval('orders_id_seq')", /read-only transaction/],
+    [
+      'SET TRANSACTION READ WRITE',
+      'SET TRANSACTION READ WRITE',
+      /read-write mode must be set before any query/,
+    ],
+    ['lo_import', "SELECT lo_import('/etc/hostname')", /read-only transaction/],
+  ])('stops %s, even as a superuser', async (_what, sql, message) => {
+    await expect(raw(sql)).rejects.toThrow(message);
+    expect(await company.checksum()).toBe(before);
+  });
+
+  it('does not stop COPY … TO PROGRAM for a superuser: layers 1 and 2 must', async () => {
+    // PostgreSQL checks read-only for COPY FROM only (anchors §1.1). Hence the role check
+    // refuses superusers and pg_execute_server_program, and the parser refuses COPY.
+    const marker = `/tmp/gatehouse-copy-${process.pid}-${Date.now()}`;
+    await raw(`COPY (SELECT 1) TO PROGRAM 'touch ${marker}'`);
+    // Checked on the database server's own filesystem (it may be another machine).
+    const stat = await company.admin.query<{ exists: boolean }>(
+      'SELECT (pg_stat_file($1, true)).size IS NOT NULL AS exists',
+      [marker],
+    );
+    expect(stat.rows[0]!.exists).toBe(true);
+    await company.admin.query(`COPY (SELECT 1) TO PROGRAM 'rm -f ${marker}'`);
+    expect(await company.checksum()).toBe(before);
+  });
+
+  it('runs every call with the configured limits and search_path, and rolls back', async () => {
+    const limited = database({
+      POSTGRES_STATEMENT_TIMEOUT_MS: '4321',
+      POSTGRES_LOCK_TIMEOUT_MS: '321',
+      POSTGRES_SCHEMAS: 'public,hr',
+    });
+    try {
+      const result = await raw(
+        `SELECT current_setting('transaction_read_only') AS ro,
+                current_setting('statement_timeout') AS st,
+                current_setting('lock_timeout') AS lt,
+                current_setting('idle_in_transaction_session_timeout') AS idle,
+                current_setting('search_path') AS path`,
+        limited,
+      );
+      expect(result.rows[0]).toEqual(['on', '4321ms', '321ms', '9321ms', 'public, hr']);
+      // Nothing of the transaction survives it: a later call sees the session defaults again.
+      await limited.transaction(bounds(), async (client) => {
+        const txn = await client.query<{ s: string }>(
+          "SELECT current_setting('lock_timeout') AS s",
+        );
+        expect(txn.rows[0]!.s).toBe('321ms');
+      });
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('lowers statement_timeout to what is left of the call deadline', async () => {
+    const result = await raw(
+      "SELECT current_setting('statement_timeout') AS st",
+      db,
+      bounds(1_500),
+    );
+    const ms = Number(String(result.rows[0]![0]).replace('ms', '').replace(/s$/, '000'));
+    expect(ms).toBeGreaterThan(0);
+    expect(ms).toBeLessThanOrEqual(1_500);
+  });
+});
+
+describe('timeouts and cancellation reach the backend', () => {
+  it('cancels a statement at statement_timeout', async () => {
+    const quick = database({ POSTGRES_STATEMENT_TIMEOUT_MS: '300' });
+    try {
+      await expect(
+        raw('SELECT pg_sleep(30), 1 AS statement_timeout_probe', quick),
+      ).rejects.toMatchObject({
+        code: 'statement_timeout',
+      });
+      expect(await activeQueries('statement_timeout_probe')).toBe(0);
+    } finally {
+      await quick.close();
+    }
+  });
+
+  it('cancels the backend query when the call is aborted', async () => {
+    const controller = new AbortController();
+    const running = raw('SELECT pg_sleep(30), 1 AS abort_probe', db, {
+      signal: controller.signal,
+      deadline: Date.now() + 60_000,
+    });
+    expect(await until(async () => (await activeQueries('abort_probe')) === 1)).toBe(true);
+    controller.abort(new Error('client cancelled'));
+    await expect(running).rejects.toThrow('client cancelled');
+    expect(await until(async () => (await activeQueries('abort_probe')) === 0, 3_000)).toBe(true);
+  });
+
+  it('gives up on a lock after lock_timeout', async () => {
+    const locker = new pg.Client({ connectionString: company.db.url });
+    await locker.connect();
+    const quick = database({ POSTGRES_LOCK_TIMEOUT_MS: '200' });
+    try {
+      await locker.query('BEGIN; LOCK TABLE products IN ACCESS EXCLUSIVE MODE');
+      await expect(raw('SELECT count(*) FROM products', quick)).rejects.toMatchObject({
+        code: 'lock_timeout',
+      });
+    } finally {
+      await locker.query('ROLLBACK');
+      await locker.end();
+      await quick.close();
+    }
+  });
+
+  it('cancels the backend through the MCP client (notifications/cancelled)', async () => {
+    const h = await connectPostgres({ POSTGRES_URL: company.url });
+    try {
+      const controller = new AbortController();
+      const call = h.client.callTool(
+        {
+          name: 'postgres_query',
+          arguments: {
+            sql: 'SELECT count(*) AS mcp_cancel_probe FROM generate_series(1, 100000) a, generate_series(1, 100000) b',
+          },
+        },
+        { signal: controller.signal },
+      );
+      expect(await until(async () => (await activeQueries('mcp_cancel_probe')) === 1)).toBe(true);
+      controller.abort();
+      await expect(call).rejects.toThrow();
+      expect(await until(async () => (await activeQueries('mcp_cancel_probe')) === 0, 3_000)).toBe(
+        true,
+      );
+    } finally {
+      await h.close();
+    }
+  });
+
+  it('cancels the backend at the tool deadline', async () => {
+    const h = await connectPostgres({
+      POSTGRES_URL: company.url,
+      GATEHOUSE_TOOL_TIMEOUT_MS: '500',
+    });
+    try {
+      const result = await h.client.callTool({
+        name: 'postgres_query',
+        arguments: {
+          sql: 'SELECT count(*) AS deadline_probe FROM generate_series(1, 100000) a, generate_series(1, 100000) b',
+        },
+      });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/did not finish|statement timeout/);
+      expect(await until(async () => (await activeQueries('deadline_probe')) === 0, 3_000)).toBe(
+        true,
+      );
+    } finally {
+      await h.close();
+    }
+  });
+});
+
+describe('connections', () => {
+  it('never reuses a connection that saw an error', async () => {
+    const single = database({ POSTGRES_POOL_SIZE: '1' });
+    const pid = async () => (await raw('SELECT pg_backend_pid()', single)).rows[0]![0];
+    try {
+      const first = await pid();
+      expect(await pid()).toBe(first); // healthy connections are reused
+      await expect(raw('SELECT 1 / 0', single)).rejects.toThrow(/division by zero/);
+      expect(await pid()).not.toBe(first);
+    } finally {
+      await single.close();
+    }
+  });
+});
