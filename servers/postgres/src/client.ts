@@ -54,7 +54,8 @@ function isUnavailable(error: unknown): boolean {
   const code = (error as { code?: unknown }).code;
   if (typeof code === 'string') {
     if (UNAVAILABLE_NODE_CODES.has(code)) return true;
-    if (/^(?:08|53|57P0[1-4])/.test(code)) return true;
+    // Class 08 is the connection, except 08P01 (a protocol violation: our request was wrong).
+    if (/^(?:08(?!P01)|53|57P0[1-4])/.test(code)) return true;
   }
   return UNAVAILABLE_MESSAGES.test(error.message);
 }
@@ -97,6 +98,12 @@ export function translateError(error: unknown, signal?: AbortSignal): unknown {
       return new ToolError(
         `PostgreSQL refused a write inside the read-only transaction: ${error.message}. This server only reads.`,
         { code: 'read_only', cause: error },
+      );
+    }
+    if (code === '08P01' && /bind message supplies/.test(error.message)) {
+      return new ToolError(
+        `The SQL and its params do not match: ${error.message}. Pass one value in params for each $n.`,
+        { code: 'query_error', cause: error },
       );
     }
     if (code === '42501') {

@@ -81,11 +81,14 @@ export class SqlService {
         'EXPLAIN ANALYZE runs the query and is disabled on this server (POSTGRES_ALLOW_EXPLAIN_ANALYZE). Call without analyze.',
       );
     }
+    // A query with $n placeholders and no values gets a generic plan: prepared, planned with
+    // plan_cache_mode = force_generic_plan, deallocated (prepared statements outlive ROLLBACK).
+    const generic = !options.analyze && params.length === 0 && analysis.parameterCount > 0;
     const flags = [
       'FORMAT JSON',
       ...(options.analyze ? ['ANALYZE', 'BUFFERS'] : []),
       ...(options.verbose ? ['VERBOSE'] : []),
-    ];
+    ].join(', ');
     const plan = await this.db.transaction(bounds, async (client) => {
       const catalog = this.db.catalog(client);
       // A plan without ANALYZE reads no rows, so masking has nothing to protect there; with
@@ -93,12 +96,22 @@ export class SqlService {
       const explained = options.analyze ? analysis : { ...analysis, columns: [] };
       await checkCatalog(explained, this.policy, catalog);
       // queryMode 'extended': even without parameters, the extended protocol (one statement).
-      const result = await client.query<{ 'QUERY PLAN': unknown }>({
-        text: `EXPLAIN (${flags.join(', ')}) ${analysis.statement}`,
-        values: [...params],
-        queryMode: 'extended',
-      } as QueryConfig);
-      return result.rows[0]?.['QUERY PLAN'];
+      const run = async (text: string, values: unknown[]) =>
+        (
+          await client.query<{ 'QUERY PLAN': unknown }>({
+            text,
+            values,
+            queryMode: 'extended',
+          } as QueryConfig)
+        ).rows[0]?.['QUERY PLAN'];
+      if (!generic) return run(`EXPLAIN (${flags}) ${analysis.statement}`, [...params]);
+      // On an error the connection is destroyed, and the prepared statement with it.
+      await run(`PREPARE gatehouse_explain AS ${analysis.statement}`, []);
+      await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
+      const nulls = new Array<string>(analysis.parameterCount).fill('NULL').join(', ');
+      const result = await run(`EXPLAIN (${flags}) EXECUTE gatehouse_explain(${nulls})`, []);
+      await client.query('DEALLOCATE gatehouse_explain');
+      return result;
     });
     return { plan, analysis };
   }

@@ -75,6 +75,8 @@ export interface SqlAnalysis {
   readonly topPositions: readonly number[];
   /** Output aliases of bare top-level columns: alias → column name. */
   readonly topAliases: ReadonlyMap<string, string>;
+  /** The highest `$n` the statement uses (0 for none). */
+  readonly parameterCount: number;
 }
 
 /** Statement nodes that change data; one anywhere (a CTE, a sub-statement) refuses the query. */
@@ -232,6 +234,7 @@ function collect(
   const topAliases = new Map<string, string>();
   const topTargets: Array<string | null> = [];
   const topPositions: number[] = [];
+  let parameterCount = 0;
 
   // The outermost SELECT list's bare columns are reported with their origin (table, column)
   // in RowDescription, so their values can be masked; anything else must not touch a masked
@@ -332,6 +335,9 @@ function collect(
           if (body.isNatural === true) naturalJoin = true;
           usingColumns.push(...names(body.usingClause));
           break;
+        case 'ParamRef':
+          parameterCount = Math.max(parameterCount, Number(body.number ?? 0));
+          break;
         case 'ColumnRef':
           columns.push({ fields: names(body.fields), topLevel: topLevel.has(body) });
           break;
@@ -368,5 +374,6 @@ function collect(
     topAliases,
     topTargets,
     topPositions,
+    parameterCount,
   };
 }
