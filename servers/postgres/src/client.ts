@@ -296,12 +296,7 @@ export class PostgresDatabase {
     } catch (error) {
       throw translateError(error, bounds.signal);
     }
-    let client: PoolClient;
-    try {
-      client = await waitOrAbort(this.pool.connect(), bounds.signal, (late) => late.release());
-    } catch (error) {
-      throw translateError(error, bounds.signal);
-    }
+    const client = await this.begin(bounds);
     let spoiled: unknown;
     const pid = (client as unknown as { processID?: number }).processID;
     const onAbort = (): void => {
@@ -311,13 +306,6 @@ export class PostgresDatabase {
     bounds.signal.addEventListener('abort', onAbort, { once: true });
     try {
       if (bounds.signal.aborted) throw bounds.signal.reason;
-      const remaining = Math.floor(bounds.deadline - Date.now());
-      const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
-      await client.query(
-        // The closing SELECT takes the transaction's snapshot: from then on PostgreSQL refuses
-        // SET TRANSACTION READ WRITE ("must be set before any query"), which a SET alone does not.
-        `${this.beginPrefix}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SELECT 1`,
-      );
       return await fn(client);
     } catch (error) {
       spoiled ??= error;
@@ -333,6 +321,34 @@ export class PostgresDatabase {
       }
       // release(true) destroys the connection: whatever state an error left it in dies with it.
       client.release(spoiled !== undefined);
+    }
+  }
+
+  /** A pooled connection inside `BEGIN READ ONLY` with this call's settings. */
+  private async begin(bounds: CallBounds): Promise<PoolClient> {
+    for (let attempt = 1; ; attempt++) {
+      let client: PoolClient;
+      try {
+        client = await waitOrAbort(this.pool.connect(), bounds.signal, (late) => late.release());
+      } catch (error) {
+        throw translateError(error, bounds.signal);
+      }
+      try {
+        const remaining = Math.floor(bounds.deadline - Date.now());
+        const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
+        await client.query(
+          // The closing SELECT takes the transaction's snapshot: from then on PostgreSQL refuses
+          // SET TRANSACTION READ WRITE ("must be set before any query"), which SET alone does not.
+          `${this.beginPrefix}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SELECT 1`,
+        );
+        return client;
+      } catch (error) {
+        client.release(true);
+        // An idle pooled connection the server dropped (restart, failover, network cut) fails
+        // here, before anything of the call ran: one fresh connection may try again.
+        if (attempt === 1 && !bounds.signal.aborted && isUnavailable(error)) continue;
+        throw translateError(error, bounds.signal);
+      }
     }
   }
 

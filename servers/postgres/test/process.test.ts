@@ -1,0 +1,216 @@
+import { fileURLToPath } from 'node:url';
+import { connect, createServer } from 'node:net';
+import type { Server, Socket } from 'node:net';
+import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
+import type { ServerProcess } from '@gatehouse/testkit';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { companyDatabase, text } from './helpers.ts';
+import type { CompanyDatabase } from './helpers.ts';
+
+// The built binary, as Claude Desktop (stdio) and a platform team (HTTP) run it; and what it
+// does when the database goes away and comes back.
+
+const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url));
+let company: CompanyDatabase;
+let password: string;
+
+beforeAll(async () => {
+  company = await companyDatabase(inject('pgAdminUrl'), 'process');
+  password = new URL(company.url).password;
+});
+afterAll(async () => {
+  await company?.close();
+});
+
+function env(extra: Record<string, string> = {}): Record<string, string> {
+  return { PATH: process.env.PATH ?? '', POSTGRES_URL: company.url, ...extra };
+}
+
+describe('over stdio', () => {
+  it('serves tools, resources and prompts to a real client, without leaking the password', async () => {
+    const connection = await connectStdio(process.execPath, [BIN], {
+      env: env({ POSTGRES_MASK_COLUMNS: '*.email' }),
+    });
+    try {
+      const result = await connection.client.callTool({
+        name: 'postgres_query',
+        arguments: { sql: 'SELECT name, email FROM customers ORDER BY id LIMIT 1' },
+      });
+      expect(result.structuredContent).toMatchObject({ rows: [[expect.any(String), '[masked]']] });
+      const resources = await connection.client.listResources();
+      expect(resources.resources.length).toBeGreaterThan(5);
+      const prompt = await connection.client.getPrompt({
+        name: 'postgres_explore_schema',
+        arguments: {},
+      });
+      expect(prompt.messages).toHaveLength(1);
+    } finally {
+      await connection.close();
+    }
+    const stderr = connection.stderr.join('\n');
+    expect(stderr).toContain('"msg":"server started"');
+    expect(stderr).toContain('[secret]');
+    expect(stderr).not.toContain(password);
+  });
+});
+
+/** A TCP proxy in front of PostgreSQL: cutting it is a database outage or network cut. */
+async function proxy(target: URL) {
+  const sockets = new Set<Socket>();
+  let server: Server | undefined;
+  let port = 0;
+  const listen = async (): Promise<void> => {
+    server = createServer((client) => {
+      const socket = connect(Number(target.port), target.hostname);
+      sockets.add(client).add(socket);
+      client.pipe(socket).pipe(client);
+      const drop = () => {
+        client.destroy();
+        socket.destroy();
+      };
+      client.on('error', drop).on('close', drop);
+      socket.on('error', drop).on('close', drop);
+    });
+    await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
+    port = (server.address() as { port: number }).port;
+  };
+  await listen();
+  return {
+    get port() {
+      return port;
+    },
+    async cut() {
+      await new Promise<void>((resolve) => {
+        server!.close(() => resolve());
+        for (const s of sockets) s.destroy();
+        sockets.clear();
+      });
+    },
+    restore: listen,
+  };
+}
+
+async function readyz(server: ServerProcess): Promise<{ status: number; body: string }> {
+  const url = new URL('/readyz', server.url);
+  const response = await fetch(url);
+  return { status: response.status, body: await response.text() };
+}
+
+async function eventually<T>(
+  probe: () => Promise<T>,
+  ok: (value: T) => boolean,
+  ms = 10_000,
+): Promise<T> {
+  const end = Date.now() + ms;
+  let value = await probe();
+  while (!ok(value) && Date.now() < end) {
+    await new Promise((r) => setTimeout(r, 100));
+    value = await probe();
+  }
+  return value;
+}
+
+describe('over HTTP, with the database going away', () => {
+  it('serves both eras, reports outages clearly, turns unready and recovers by itself', async () => {
+    const upstream = new URL(company.url);
+    const tcp = await proxy(upstream);
+    const viaProxy = new URL(company.url);
+    viaProxy.port = String(tcp.port);
+    const server = await spawnServer(process.execPath, [BIN], {
+      env: env({
+        POSTGRES_URL: viaProxy.toString(),
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_PORT: '0',
+        POSTGRES_CONNECT_TIMEOUT_MS: '1000',
+      }),
+    });
+    try {
+      const legacy = await connectHttp(server.url!, { era: 'legacy' });
+      const modern = await connectHttp(server.url!, { era: 'modern' });
+      const count = (client = legacy.client) =>
+        client.callTool({
+          name: 'postgres_query',
+          arguments: { sql: 'SELECT count(*)::int FROM orders' },
+        });
+      expect((await count()).structuredContent).toMatchObject({ rows: [[2000]] });
+      expect((await count(modern.client)).structuredContent).toMatchObject({ rows: [[2000]] });
+      expect((await readyz(server)).status).toBe(200);
+
+      await tcp.cut();
+      const down = await count();
+      expect(down.isError).toBe(true);
+      expect(text(down)).toBe(
+        'PostgreSQL failed (503); this is not caused by your request. Try again later.',
+      );
+      const unready = await eventually(
+        () => readyz(server),
+        (r) => r.status === 503,
+      );
+      expect(unready.status).toBe(503);
+      expect(unready.body).toContain('PostgreSQL is unreachable');
+
+      await tcp.restore();
+      const back = await eventually(
+        () => readyz(server),
+        (r) => r.status === 200,
+      );
+      expect(back.status).toBe(200);
+      expect((await count(modern.client)).structuredContent).toMatchObject({ rows: [[2000]] });
+
+      // A restart kills every session: the next call still succeeds on a fresh connection.
+      await company.admin.query(
+        "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = 'gatehouse-postgres'",
+      );
+      expect((await count()).structuredContent).toMatchObject({ rows: [[2000]] });
+
+      await legacy.close();
+      await modern.close();
+      const logs = JSON.stringify(server.logs);
+      expect(logs).not.toContain(password);
+    } finally {
+      await server.stop();
+      await tcp.cut();
+    }
+  });
+
+  it('starts while the database is down, unready until it answers', async () => {
+    const tcp = await proxy(new URL(company.url));
+    const port = tcp.port;
+    await tcp.cut();
+    const viaProxy = new URL(company.url);
+    viaProxy.port = String(port);
+    const server = await spawnServer(process.execPath, [BIN], {
+      env: env({
+        POSTGRES_URL: viaProxy.toString(),
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_PORT: '0',
+        POSTGRES_CONNECT_TIMEOUT_MS: '1000',
+      }),
+    });
+    try {
+      expect(
+        server.logs.some((l) => /PostgreSQL is unreachable; starting unready/.test(l.msg ?? '')),
+      ).toBe(true);
+      expect((await readyz(server)).status).toBe(503);
+      await tcp.restore();
+      expect(
+        (
+          await eventually(
+            () => readyz(server),
+            (r) => r.status === 200,
+          )
+        ).status,
+      ).toBe(200);
+      const client = await connectHttp(server.url!);
+      const result = await client.client.callTool({
+        name: 'postgres_query',
+        arguments: { sql: 'SELECT 1 AS ok' },
+      });
+      expect(result.structuredContent).toMatchObject({ rows: [[1]] });
+      await client.close();
+    } finally {
+      await server.stop();
+      await tcp.cut();
+    }
+  });
+});
