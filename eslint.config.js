@@ -38,8 +38,8 @@ export default tseslint.config(
     },
   },
   {
-    // Tests, benchmarks and scripts may print and read the environment.
-    files: ['**/test/**', 'bench/**', '**/scripts/**', '**/*.config.*'],
+    // Tests, benchmarks, demos and scripts may print and read the environment.
+    files: ['**/test/**', 'bench/**', '**/scripts/**', '**/demo/**', '**/*.config.*'],
     rules: {
       'no-console': 'off',
       'no-restricted-syntax': 'off',

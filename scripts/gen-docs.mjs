@@ -1,34 +1,95 @@
 // Regenerates the generated parts of the docs from the code, so they never drift:
-//   node scripts/gen-docs.mjs          rewrite them
-//   node scripts/gen-docs.mjs --check  exit 1 when a file is out of date (run by the tests)
+//   node scripts/gen-docs.mjs                      rewrite them
+//   node scripts/gen-docs.mjs --check              exit 1 when a file is out of date (the tests)
+//   node scripts/gen-docs.mjs --scope core|postgres  only that part (each package's test checks its own)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { auditRecordSchema } from '@gatehouse/audit';
-import { baseConfigSchema, configTable } from '@gatehouse/core';
+import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
 
-const targets = [
-  {
+const { values } = parseArgs({
+  options: { check: { type: 'boolean' }, scope: { type: 'string' } },
+});
+const check = values.check === true;
+const inScope = (scope) => values.scope === undefined || values.scope === scope;
+
+/** Whole generated files: { file, body }. */
+const wholeFiles = [];
+/** Marked regions inside hand-written files: { file, marker, body }. */
+const regions = [];
+
+if (inScope('core')) {
+  const { auditRecordSchema } = await import('@gatehouse/audit');
+  const { baseConfigSchema, configTable } = await import('@gatehouse/core');
+  wholeFiles.push({
+    file: new URL('../docs/audit.schema.json', import.meta.url),
+    body: `${JSON.stringify(auditRecordSchema, null, 2)}\n`,
+  });
+  regions.push({
     file: new URL('../docs/configuration.md', import.meta.url),
     marker: 'core-config',
     body: configTable(baseConfigSchema),
-  },
-];
+  });
+}
+
+if (inScope('postgres')) {
+  const { configTable, createLogger } = await import('@gatehouse/core');
+  const { PostgresConfigSchema, createPostgresServer } = await import('@gatehouse/server-postgres');
+  const readme = new URL('../servers/postgres/README.md', import.meta.url);
+  // A representative configuration; nothing connects (the pool opens on first use).
+  const config = PostgresConfigSchema.parse({
+    POSTGRES_URL: 'postgres://gatehouse_ro@db.internal:5432/company',
+  });
+  const server = createPostgresServer(config, { logger: createLogger({ level: 'silent' }) });
+  await server.close();
+  const cell = (text) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  const args = (tool) =>
+    Object.entries(tool.input.shape)
+      .map(
+        ([name, field]) =>
+          `\`${name}\`${field.safeParse(undefined).success ? '' : ' (required)'}: ${field.description ?? ''}`,
+      )
+      .join('<br>');
+  regions.push({
+    file: readme,
+    marker: 'postgres-tools',
+    body: [
+      '| tool | what the model reads | arguments |',
+      '|---|---|---|',
+      ...server.tools.map(
+        (t) => `| \`${t.name}\` — ${t.title} | ${cell(t.description)} | ${cell(args(t))} |`,
+      ),
+    ].join('\n'),
+  });
+  const own = Object.fromEntries(
+    Object.keys(PostgresConfigSchema.shape)
+      .filter((k) => k.startsWith('POSTGRES_'))
+      .map((k) => [k, true]),
+  );
+  regions.push({
+    file: readme,
+    marker: 'postgres-config',
+    body: configTable(PostgresConfigSchema.pick(own)),
+  });
+  regions.push({
+    file: readme,
+    marker: 'postgres-role-sql',
+    body: `\`\`\`sql\n${readFileSync(new URL('../servers/postgres/demo/readonly-role.sql', import.meta.url), 'utf8').trimEnd()}\n\`\`\``,
+  });
+}
 
 let stale = 0;
-// Whole generated files.
-const wholeFiles = [
-  {
-    file: new URL('../docs/audit.schema.json', import.meta.url),
-    body: `${JSON.stringify(auditRecordSchema, null, 2)}\n`,
-  },
-];
+async function format(path, text) {
+  return prettier.format(text, { ...(await prettier.resolveConfig(path)), filepath: path });
+}
+function report(path) {
+  stale++;
+  console.log(`${check ? 'out of date' : 'updated'}: ${path}`);
+}
+
 for (const { file, body } of wholeFiles) {
   const path = fileURLToPath(file);
-  const next = await prettier.format(body, {
-    ...(await prettier.resolveConfig(path)),
-    filepath: path,
-  });
+  const next = await format(path, body);
   let current = '';
   try {
     current = readFileSync(file, 'utf8');
@@ -36,27 +97,32 @@ for (const { file, body } of wholeFiles) {
     // not generated yet
   }
   if (current !== next) {
-    stale++;
-    if (!process.argv.includes('--check')) writeFileSync(file, next);
-    console.log(`${process.argv.includes('--check') ? 'out of date' : 'updated'}: ${path}`);
+    report(path);
+    if (!check) writeFileSync(file, next);
   }
 }
-for (const { file, marker, body } of targets) {
-  const text = readFileSync(file, 'utf8');
-  const start = `<!-- generated:${marker} -->`;
-  const end = `<!-- /generated:${marker} -->`;
-  const [before, rest] = text.split(start);
-  if (rest === undefined) throw new Error(`${file.pathname}: marker ${start} missing`);
-  const after = rest.split(end)[1];
-  const path = fileURLToPath(file);
-  const options = { ...(await prettier.resolveConfig(path)), filepath: path };
-  const next = await prettier.format(`${before}${start}\n${body}\n${end}${after}`, options);
+
+// Regions of one file are applied together, then the file is formatted once.
+const byFile = new Map();
+for (const region of regions) {
+  const key = fileURLToPath(region.file);
+  byFile.set(key, [...(byFile.get(key) ?? []), region]);
+}
+for (const [path, fileRegions] of byFile) {
+  const text = readFileSync(path, 'utf8');
+  let next = text;
+  for (const { marker, body } of fileRegions) {
+    const start = `<!-- generated:${marker} -->`;
+    const end = `<!-- /generated:${marker} -->`;
+    const [before, rest] = next.split(start);
+    if (rest === undefined) throw new Error(`${path}: marker ${start} missing`);
+    const after = rest.split(end)[1];
+    next = `${before}${start}\n${body}\n${end}${after}`;
+  }
+  next = await format(path, next);
   if (next !== text) {
-    stale++;
-    if (!process.argv.includes('--check')) writeFileSync(file, next);
-    console.log(
-      `${process.argv.includes('--check') ? 'out of date' : 'updated'}: ${file.pathname}`,
-    );
+    report(path);
+    if (!check) writeFileSync(path, next);
   }
 }
-if (process.argv.includes('--check') && stale > 0) process.exit(1);
+if (check && stale > 0) process.exit(1);

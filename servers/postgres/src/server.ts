@@ -120,3 +120,6 @@ export async function startPostgresServer(
   }
   return definition;
 }
+
+export { PostgresConfigSchema } from './config.js';
+export type { PostgresConfig } from './config.js';

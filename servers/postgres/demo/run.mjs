@@ -1,0 +1,200 @@
+#!/usr/bin/env node
+// The Postgres server demo (`npm run demo`): an embedded PostgreSQL seeded with a small
+// company, the read-only role a DBA would create, the server over Streamable HTTP, a scripted
+// session with a real MCP client, the audit trail and its verification — then it keeps serving
+// until Ctrl-C. GATEHOUSE_DEMO_ONESHOT=1 stops after the session (the test suite runs it so).
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { main as auditCli } from '@gatehouse/audit';
+import { connectHttp, spawnServer } from '@gatehouse/testkit';
+import { startPostgres } from '@gatehouse/testkit/postgres';
+import pg from 'pg';
+
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+const BIN = here('../dist/index.js');
+const oneshot = process.env.GATEHOUSE_DEMO_ONESHOT === '1';
+const port = process.env.PORT ?? '8765';
+
+const bold = (s) => (process.stdout.isTTY ? `\x1b[1m${s}\x1b[0m` : s);
+const dim = (s) => (process.stdout.isTTY ? `\x1b[2m${s}\x1b[0m` : s);
+const section = (title) => console.log(`\n${bold(`━━ ${title} `.padEnd(78, '━'))}`);
+const indent = (text, width = 2000) =>
+  (text.length > width ? `${text.slice(0, width)}…` : text)
+    .split('\n')
+    .map((l) => `   ${l}`)
+    .join('\n');
+
+const cleanup = [];
+async function shutdown(code) {
+  for (const step of cleanup.reverse()) {
+    try {
+      await step();
+    } catch (error) {
+      console.error(dim(`cleanup: ${error.message}`));
+    }
+  }
+  process.exit(code);
+}
+
+try {
+  section('1. An embedded PostgreSQL with a small company in it');
+  const work = await mkdtemp(join(tmpdir(), 'gatehouse-demo-'));
+  cleanup.push(() => rm(work, { recursive: true, force: true }));
+  const cluster = await startPostgres();
+  cleanup.push(() => cluster.stop());
+  const admin = new pg.Client({ connectionString: cluster.adminUrl });
+  await admin.connect();
+  await admin.query('CREATE DATABASE company');
+  await admin.end();
+  const ownerUrl = new URL(cluster.adminUrl);
+  ownerUrl.pathname = '/company';
+  const owner = new pg.Client({ connectionString: ownerUrl.toString() });
+  await owner.connect();
+  await owner.query(await readFile(here('./company.sql'), 'utf8'));
+  const password = randomBytes(12).toString('hex');
+  const roleSql = (await readFile(here('./readonly-role.sql'), 'utf8')).replace(
+    "'change-me'",
+    `'${password}'`,
+  );
+  await owner.query(roleSql);
+  const counts = await owner.query(
+    `SELECT (SELECT count(*) FROM customers) AS customers, (SELECT count(*) FROM orders) AS orders,
+            (SELECT count(*) FROM products) AS products, (SELECT count(*) FROM employees) AS employees`,
+  );
+  await owner.end();
+  const roUrl = new URL(ownerUrl);
+  roUrl.username = 'gatehouse_ro';
+  roUrl.password = password;
+  console.log(
+    `   PostgreSQL at ${ownerUrl.host}, database "company": ${JSON.stringify(counts.rows[0])}`,
+  );
+  console.log(
+    '   Read-only role gatehouse_ro created with demo/readonly-role.sql (see the README).',
+  );
+  console.log(
+    '   Schema "hr" (salaries) exists but is not exposed; employee e-mails and national ids are masked.',
+  );
+
+  section('2. The Gatehouse Postgres server over Streamable HTTP');
+  const keys = join(work, 'keys');
+  await auditCli(['keygen', '--out', keys], { write: () => true });
+  const auditFile = join(work, 'audit.jsonl');
+  const env = {
+    PATH: process.env.PATH ?? '',
+    POSTGRES_URL: roUrl.toString(),
+    POSTGRES_MASK_COLUMNS: '*.email,employees.national_id',
+    GATEHOUSE_TRANSPORT: 'http',
+    GATEHOUSE_PORT: port,
+    GATEHOUSE_PRINCIPAL: 'demo',
+    GATEHOUSE_AUDIT_SINKS: 'file',
+    GATEHOUSE_AUDIT_FILE: auditFile,
+    GATEHOUSE_AUDIT_SIGNING_KEY_FILE: join(keys, 'audit-signing-key.pem'),
+    GATEHOUSE_AUDIT_CHECKPOINT_EVERY: '5',
+  };
+  let server;
+  try {
+    server = await spawnServer(process.execPath, [BIN], { env });
+  } catch {
+    console.log(dim(`   (port ${port} is taken; using a free one — set PORT to choose)`));
+    server = await spawnServer(process.execPath, [BIN], { env: { ...env, GATEHOUSE_PORT: '0' } });
+  }
+  cleanup.push(() => server.stop());
+  console.log(
+    `   Listening on ${bold(server.url.href)} (read-only role, masking on, audit signed)`,
+  );
+
+  section('3. A scripted session with a real MCP client');
+  const { client, close } = await connectHttp(server.url, { name: 'gatehouse-demo' });
+  cleanup.push(close);
+  const { tools } = await client.listTools();
+  console.log(`→ tools/list\n${indent(tools.map((t) => `${t.name}: ${t.title}`).join('\n'))}`);
+  const call = async (name, args, note) => {
+    console.log(
+      `\n→ ${bold(name)} ${dim(JSON.stringify(args))}${note ? `  ${dim(`— ${note}`)}` : ''}`,
+    );
+    const result = await client.callTool({ name, arguments: args });
+    const text = result.content.map((c) => c.text ?? '').join('\n');
+    console.log(indent(result.isError ? `✗ ${text}` : text));
+    return result;
+  };
+  await call('postgres_describe_table', { table: 'orders' });
+  await call('postgres_query', {
+    sql: `SELECT c.country, count(*) AS orders, sum(o.total) AS revenue
+          FROM orders o JOIN customers c ON c.id = o.customer_id
+          WHERE o.status <> 'cancelled' GROUP BY c.country ORDER BY revenue DESC`,
+  });
+  await call(
+    'postgres_query',
+    { sql: 'SELECT id, name, title, email, national_id FROM employees ORDER BY id LIMIT 3' },
+    'masked columns',
+  );
+  await call('postgres_query', { sql: 'DELETE FROM orders' }, 'a write');
+  await call(
+    'postgres_query',
+    { sql: 'SELECT 1; COMMIT; DROP TABLE customers;' },
+    'the classic escape',
+  );
+  await call(
+    'postgres_query',
+    { sql: "SELECT * FROM pg_read_file('/etc/passwd')" },
+    'a function in FROM',
+  );
+  await call(
+    'postgres_query',
+    { sql: 'SELECT * FROM hr.salaries' },
+    'a schema outside the allow-list',
+  );
+  await call(
+    'postgres_query',
+    { sql: 'SELECT g FROM generate_series(1, 100000) g', max_rows: 3 },
+    'caps',
+  );
+
+  section('4. The audit trail');
+  await new Promise((r) => setTimeout(r, 200));
+  await auditCli(['query', '--format', 'table', auditFile]);
+  console.log();
+  const verified = await auditCli([
+    'verify',
+    '--allow-open-tail',
+    '--key',
+    join(keys, 'audit-public-key.pem'),
+    auditFile,
+  ]);
+  console.log(
+    verified === 0 ? '   ✓ chain intact, signatures verified' : '   ✗ verification failed',
+  );
+
+  section('5. Connect your own client');
+  const claude = {
+    mcpServers: {
+      company: {
+        command: process.execPath,
+        args: [BIN],
+        env: { POSTGRES_URL: roUrl.toString(), POSTGRES_MASK_COLUMNS: env.POSTGRES_MASK_COLUMNS },
+      },
+    },
+  };
+  console.log(
+    `   Claude Desktop (stdio) — add to claude_desktop_config.json while this demo runs:\n${indent(JSON.stringify(claude, null, 2))}`,
+  );
+  console.log(
+    `\n   MCP Inspector — run ${bold('npx @modelcontextprotocol/inspector')}, choose "Streamable HTTP", URL ${bold(server.url.href)}`,
+  );
+  console.log(
+    `   Audit log: ${auditFile} (gatehouse-audit verify --key ${join(keys, 'audit-public-key.pem')} …)`,
+  );
+
+  if (oneshot) await shutdown(0);
+  console.log(
+    `\n   Serving on ${server.url.href} — press Ctrl-C to stop (the database is thrown away).`,
+  );
+  process.once('SIGINT', () => void shutdown(0));
+  process.once('SIGTERM', () => void shutdown(0));
+} catch (error) {
+  console.error(`\ndemo failed: ${error.stack ?? error}`);
+  await shutdown(1);
+}
