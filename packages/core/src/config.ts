@@ -323,7 +323,12 @@ export function loadConfig<S extends z.ZodObject>(
     for (const issue of result.error.issues) {
       const key = String(issue.path[0] ?? '(config)');
       // zod messages never contain the received value, but be explicit for secrets.
-      const message = secrets.has(key) ? 'invalid value (hidden: secret)' : issue.message;
+      const message =
+        input[key] === undefined && issue.code === 'invalid_type'
+          ? `required (set ${key} or ${key}_FILE)`
+          : secrets.has(key)
+            ? 'invalid value (hidden: secret)'
+            : issue.message;
       problems.push(`${key}: ${message}`);
     }
   }

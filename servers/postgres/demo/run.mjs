@@ -3,15 +3,14 @@
 // company, the read-only role a DBA would create, the server over Streamable HTTP, a scripted
 // session with a real MCP client, the audit trail and its verification — then it keeps serving
 // until Ctrl-C. GATEHOUSE_DEMO_ONESHOT=1 stops after the session (the test suite runs it so).
-import { randomBytes } from 'node:crypto';
-import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main as auditCli } from '@gatehouse/audit';
 import { connectHttp, spawnServer } from '@gatehouse/testkit';
 import { startPostgres } from '@gatehouse/testkit/postgres';
-import pg from 'pg';
+import { seedCompany } from './seed.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const BIN = here('../dist/index.js');
@@ -45,31 +44,10 @@ try {
   cleanup.push(() => rm(work, { recursive: true, force: true }));
   const cluster = await startPostgres();
   cleanup.push(() => cluster.stop());
-  const admin = new pg.Client({ connectionString: cluster.adminUrl });
-  await admin.connect();
-  await admin.query('CREATE DATABASE company');
-  await admin.end();
-  const ownerUrl = new URL(cluster.adminUrl);
-  ownerUrl.pathname = '/company';
-  const owner = new pg.Client({ connectionString: ownerUrl.toString() });
-  await owner.connect();
-  await owner.query(await readFile(here('./company.sql'), 'utf8'));
-  const password = randomBytes(12).toString('hex');
-  const roleSql = (await readFile(here('./readonly-role.sql'), 'utf8')).replace(
-    "'change-me'",
-    `'${password}'`,
-  );
-  await owner.query(roleSql);
-  const counts = await owner.query(
-    `SELECT (SELECT count(*) FROM customers) AS customers, (SELECT count(*) FROM orders) AS orders,
-            (SELECT count(*) FROM products) AS products, (SELECT count(*) FROM employees) AS employees`,
-  );
-  await owner.end();
-  const roUrl = new URL(ownerUrl);
-  roUrl.username = 'gatehouse_ro';
-  roUrl.password = password;
+  const { ownerUrl, readOnlyUrl, counts } = await seedCompany(cluster.adminUrl);
+  const roUrl = new URL(readOnlyUrl);
   console.log(
-    `   PostgreSQL at ${ownerUrl.host}, database "company": ${JSON.stringify(counts.rows[0])}`,
+    `   PostgreSQL at ${new URL(ownerUrl).host}, database "company": ${JSON.stringify(counts)}`,
   );
   console.log(
     '   Read-only role gatehouse_ro created with demo/readonly-role.sql (see the README).',
@@ -96,10 +74,12 @@ try {
   };
   let server;
   try {
-    server = await spawnServer(process.execPath, [BIN], { env });
+    server = await spawnServer(process.execPath, ['--liftoff-only', BIN], { env });
   } catch {
     console.log(dim(`   (port ${port} is taken; using a free one — set PORT to choose)`));
-    server = await spawnServer(process.execPath, [BIN], { env: { ...env, GATEHOUSE_PORT: '0' } });
+    server = await spawnServer(process.execPath, ['--liftoff-only', BIN], {
+      env: { ...env, GATEHOUSE_PORT: '0' },
+    });
   }
   cleanup.push(() => server.stop());
   console.log(
@@ -173,7 +153,7 @@ try {
     mcpServers: {
       company: {
         command: process.execPath,
-        args: [BIN],
+        args: ['--liftoff-only', BIN],
         env: { POSTGRES_URL: roUrl.toString(), POSTGRES_MASK_COLUMNS: env.POSTGRES_MASK_COLUMNS },
       },
     },

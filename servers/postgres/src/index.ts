@@ -1,6 +1,9 @@
-#!/usr/bin/env node
-import { runServer } from '@gatehouse/core';
-import { PostgresConfigSchema } from './config.js';
-import { SERVICE, startPostgresServer } from './server.js';
+#!/usr/bin/env -S node --liftoff-only
+// The bin: config → factory → transport (main.ts). Two start-up measures first (ADR 0007):
+// Node's on-disk compile cache (a warm start skips compiling the SDK and zod again), and
+// `--liftoff-only` in the line above, which keeps V8 from re-compiling the SQL parser's huge
+// WebAssembly function with TurboFan — a transient of several hundred MB of memory.
+import { enableCompileCache } from 'node:module';
 
-await runServer({ schema: PostgresConfigSchema, service: SERVICE, create: startPostgresServer });
+enableCompileCache();
+await import('./main.js');

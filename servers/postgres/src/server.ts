@@ -1,6 +1,7 @@
 import { ConfigError, createAllowList, defineServer } from '@gatehouse/core';
 import type { Logger, ServerDefinition } from '@gatehouse/core';
 import { UpstreamError } from '@gatehouse/core';
+import { loadModule } from 'libpg-query';
 import { PostgresDatabase, PrivilegedRoleError, databaseName } from './client.js';
 import type { PostgresConfig } from './config.js';
 import type { PostgresDeps } from './deps.js';
@@ -43,7 +44,7 @@ function effectiveSchemas(config: PostgresConfig, database: string, logger: Logg
 export function createPostgresServer(
   config: PostgresConfig,
   deps: { logger: Logger },
-): ServerDefinition & { readonly db: PostgresDatabase } {
+): ServerDefinition & { readonly db: PostgresDatabase; readonly sql: SqlService } {
   const database = databaseName(config.POSTGRES_URL);
   const schemas = effectiveSchemas(config, database, deps.logger);
   const db = new PostgresDatabase(config, deps.logger, schemas);
@@ -83,7 +84,7 @@ export function createPostgresServer(
         }),
       ),
   });
-  return Object.assign(definition, { db });
+  return Object.assign(definition, { db, sql: shared.sql });
 }
 
 /**
@@ -94,10 +95,16 @@ export function createPostgresServer(
 export async function startPostgresServer(
   config: PostgresConfig,
   deps: { logger: Logger },
-): Promise<ServerDefinition & { readonly db: PostgresDatabase }> {
+): Promise<ReturnType<typeof createPostgresServer>> {
   const definition = createPostgresServer(config, deps);
+  if (!process.execArgv.includes('--liftoff-only')) {
+    deps.logger.info(
+      'node runs without --liftoff-only: the SQL parser may briefly take a few hundred MB more memory when V8 optimises it (see servers/postgres/README.md)',
+    );
+  }
   try {
-    const report = await definition.db.verify();
+    // The SQL parser's WebAssembly compiles while the role check waits on the database.
+    const [report] = await Promise.all([definition.db.verify(), loadModule()]);
     deps.logger.info(
       { role: report.role, database: report.database, schemas: definition.db.schemas },
       report.findings.length === 0

@@ -21,7 +21,7 @@ it('runs the demo from the built tree', { timeout: 120_000 }, async () => {
   const [code] = (await once(child, 'exit')) as [number | null];
   expect(code, output).toBe(0);
   for (const expected of [
-    'database "company": {"customers":"200","orders":"2000","products":"50","employees":"40"}',
+    'database "company": {"customers":200,"orders":2000,"products":50,"employees":40}',
     'postgres_query: Run a read-only SQL query',
     'fk (customer_id) → public.customers(id)',
     '1 | Employee 1 | CEO | [masked] | [masked]',

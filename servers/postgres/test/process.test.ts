@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
@@ -27,6 +28,19 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 }
 
 describe('over stdio', () => {
+  it('runs as an executable whose first line asks node for --liftoff-only', async () => {
+    expect(readFileSync(BIN, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S node --liftoff-only');
+    // Executed directly (as npx does), through that line.
+    const connection = await connectStdio(BIN, [], { env: env() });
+    try {
+      const { tools } = await connection.client.listTools();
+      expect(tools).toHaveLength(4);
+    } finally {
+      await connection.close();
+    }
+    expect(connection.stderr.join('\n')).not.toContain('without --liftoff-only');
+  });
+
   it('serves tools, resources and prompts to a real client, without leaking the password', async () => {
     const connection = await connectStdio(process.execPath, [BIN], {
       env: env({ POSTGRES_MASK_COLUMNS: '*.email' }),
