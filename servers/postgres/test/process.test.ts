@@ -149,6 +149,15 @@ describe('over HTTP, with the database going away', () => {
       expect((await count()).structuredContent).toMatchObject({ rows: [[2000]] });
       expect((await count(modern.client)).structuredContent).toMatchObject({ rows: [[2000]] });
       expect((await readyz(server)).status).toBe(200);
+      const schema = await modern.client.readResource({
+        uri: `postgres://${company.db.name}/public/orders/schema`,
+      });
+      expect((schema.contents[0] as { text: string }).text).toContain('orders_customer_id_idx');
+      const prompt = await legacy.client.getPrompt({
+        name: 'postgres_write_safe_query',
+        arguments: { question: 'How many orders per customer?' },
+      });
+      expect(prompt.messages.length).toBeGreaterThan(1);
 
       await tcp.cut();
       const down = await count();
