@@ -68,6 +68,11 @@ export const PostgresConfigSchema = defineConfig({
     .describe(
       'Start even when the role can write (superuser, owner, write grants); logged loudly and audited.',
     ),
+  POSTGRES_AUDIT_SQL: envBoolean
+    .default(false)
+    .describe(
+      'Keep the SQL text and params of each query in its audit record (default: their shape and SHA-256 only, as literals can hold personal data).',
+    ),
   POSTGRES_CATALOG_TTL_MS: envInt(0, 3_600_000)
     .default(60_000)
     .describe(

@@ -218,6 +218,23 @@ describe('tools', () => {
     }
   });
 
+  it('keeps the SQL in the audit record only when POSTGRES_AUDIT_SQL is on', async () => {
+    const sql = "SELECT count(*) FROM customers WHERE country = 'SE'";
+    const audited = await connectPostgres({
+      POSTGRES_URL: company.url,
+      POSTGRES_AUDIT_SQL: 'true',
+    });
+    try {
+      await audited.client.callTool({ name: 'postgres_query', arguments: { sql } });
+      const record = audited.records.find((r) => r.event.action === 'tools/call');
+      expect(record).toMatchObject({ args: { redacted: { sql } } });
+    } finally {
+      await audited.close();
+    }
+    await h.client.callTool({ name: 'postgres_query', arguments: { sql } });
+    expect(JSON.stringify(h.records)).not.toContain("country = 'SE'");
+  });
+
   it('records each call in the audit trail with the schema targets', () => {
     const calls = h.records.filter((r) => r.event.action === 'tools/call');
     expect(calls.length).toBeGreaterThan(0);

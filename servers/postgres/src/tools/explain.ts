@@ -42,6 +42,7 @@ export function explainTool(deps: PostgresDeps) {
       analyzed: z.boolean(),
     }),
     target: () => deps.targets,
+    auditArgs: config.POSTGRES_AUDIT_SQL ? 'redacted' : 'shape',
     async handler(args, ctx) {
       const analyzed = args.analyze === true;
       const { plan } = await deps.sql.explain(ctx, args.sql, args.params ?? [], {

@@ -96,6 +96,7 @@ export function queryTool(deps: PostgresDeps) {
     }),
     output: QueryOutputSchema,
     target: () => deps.targets,
+    auditArgs: config.POSTGRES_AUDIT_SQL ? 'redacted' : 'shape',
     // Room for the row budget plus column metadata; the rows themselves are capped below it.
     maxOutputBytes: config.POSTGRES_MAX_BYTES * 2 + 64 * 1024,
     async handler(args, ctx) {
