@@ -7,6 +7,7 @@
 // Knobs: BENCH_CALLS (default 3000), BENCH_MB (default 8).
 import { createWriteStream } from 'node:fs';
 import {
+  READ_ONLY_ANNOTATIONS,
   baseConfigSchema,
   createLogger,
   createRuntime,
@@ -59,12 +60,7 @@ throughput('plain ASCII (fast path)', [
 ]);
 
 // 2. Per call.
-const annotations = {
-  readOnlyHint: true,
-  destructiveHint: false,
-  idempotentHint: true,
-  openWorldHint: false,
-};
+const annotations = READ_ONLY_ANNOTATIONS;
 const issueTool = defineTool({
   name: 'demo_get_issue',
   title: 'Get issue',

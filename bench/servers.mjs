@@ -1,6 +1,7 @@
 // The two servers the benchmark compares: the same no-op tool on a bare SDK v2 McpServer and on
 // the Gatehouse core (policy, validation, sanitiser and audit included).
 import {
+  READ_ONLY_ANNOTATIONS,
   baseConfigSchema,
   createLogger,
   createRuntime,
@@ -23,12 +24,7 @@ export function bareFactory() {
         title: 'No-op',
         description: 'Does nothing.',
         inputSchema: z.strictObject({}),
-        annotations: {
-          readOnlyHint: true,
-          destructiveHint: false,
-          idempotentHint: true,
-          openWorldHint: false,
-        },
+        annotations: READ_ONLY_ANNOTATIONS,
       },
       async () => ({ content: [{ type: 'text', text: 'ok' }] }),
     );
@@ -45,12 +41,7 @@ export const coreDefinition = defineServer({
       title: 'No-op',
       description: 'Does nothing.',
       access: 'read',
-      annotations: {
-        readOnlyHint: true,
-        destructiveHint: false,
-        idempotentHint: true,
-        openWorldHint: false,
-      },
+      annotations: READ_ONLY_ANNOTATIONS,
       input: z.strictObject({}),
       handler: async () => 'ok',
     }),

@@ -24,6 +24,17 @@ export interface ToolAnnotations {
   openWorldHint: boolean;
 }
 
+/**
+ * The annotations of a tool that only reads from a closed system the operator configured (a
+ * database, one API): read-only, not destructive, idempotent, closed world.
+ */
+export const READ_ONLY_ANNOTATIONS: Readonly<ToolAnnotations> = Object.freeze({
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: false,
+});
+
 /** What every handler (tool, resource, prompt) gets from the pipeline. */
 export interface RequestContext {
   /** Who is calling; from authentication, never from arguments. */

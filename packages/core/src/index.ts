@@ -30,7 +30,13 @@ export {
   secretKeys,
 } from './config.js';
 export type { ApiKey, BaseConfig, ConfigVariable, LoadConfigOptions } from './config.js';
-export { definePrompt, defineResource, defineServer, defineTool } from './define.js';
+export {
+  READ_ONLY_ANNOTATIONS,
+  definePrompt,
+  defineResource,
+  defineServer,
+  defineTool,
+} from './define.js';
 export type {
   Access,
   Completer,

@@ -7,9 +7,8 @@ import {
   loadConfig,
 } from '@gatehouse/core';
 import type { ServerDefinition } from '@gatehouse/core';
-import { AuditLog } from '@gatehouse/audit';
-import type { AuditRecord, LineSink } from '@gatehouse/audit';
-import { connectInMemory } from '@gatehouse/testkit';
+import type { AuditRecord } from '@gatehouse/audit';
+import { connectInMemory, memoryAudit } from '@gatehouse/testkit';
 import type { Connection, Era } from '@gatehouse/testkit';
 import * as z from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -37,7 +36,6 @@ async function harness(
   options: { pageSize?: number; definition?: ServerDefinition; extraTools?: number } = {},
 ): Promise<Harness> {
   const config = loadConfig(baseConfigSchema, { GATEHOUSE_PRINCIPAL: 'tester', ...env });
-  const records: AuditRecord[] = [];
   let logText = '';
   const destination = new Writable({
     write(chunk: Buffer, _enc, done) {
@@ -47,15 +45,7 @@ async function harness(
   });
   const logger = createLogger({ level: 'debug', destination });
   const probe: DemoProbe = { aborted: [], posted: [] };
-  const memory: LineSink = {
-    name: 'memory',
-    write: (line) => {
-      const record = JSON.parse(line) as AuditRecord;
-      if (record.event.action !== 'audit/checkpoint') records.push(record);
-    },
-    close: () => undefined,
-  };
-  const audit = new AuditLog({ sinks: [memory], service: { name: 'demo', version: '1.0.0' } });
+  const { audit, records } = memoryAudit({ name: 'demo', version: '1.0.0' });
   const runtime = {
     ...createRuntime(config, logger, { audit }),
     ...(options.pageSize === undefined ? {} : { pageSize: options.pageSize }),

@@ -18,3 +18,5 @@ export type {
 } from './clients.js';
 export { startTestIssuer } from './oauth.js';
 export type { TestIssuer } from './oauth.js';
+export { memoryAudit } from './audit.js';
+export type { MemoryAudit } from './audit.js';

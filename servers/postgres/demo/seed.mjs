@@ -2,6 +2,7 @@
 // and the benchmarks use it (the tests have their own helper with checksums and extra roles).
 import { randomBytes } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
+import { freshDatabase } from '@gatehouse/testkit/postgres';
 import pg from 'pg';
 
 const here = (path) => new URL(path, import.meta.url);
@@ -12,15 +13,7 @@ const here = (path) => new URL(path, import.meta.url);
  * table sizes.
  */
 export async function seedCompany(adminUrl, name = 'company') {
-  const admin = new pg.Client({ connectionString: adminUrl });
-  await admin.connect();
-  try {
-    await admin.query(`CREATE DATABASE "${name}"`);
-  } finally {
-    await admin.end();
-  }
-  const ownerUrl = new URL(adminUrl);
-  ownerUrl.pathname = `/${name}`;
+  const ownerUrl = new URL((await freshDatabase(adminUrl, name, { name })).url);
   const owner = new pg.Client({ connectionString: ownerUrl.toString() });
   await owner.connect();
   try {

@@ -3,9 +3,8 @@ import { readFileSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import { createLogger, createRuntime, createServerFactory, loadConfig } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
-import { AuditLog } from '@gatehouse/audit';
-import type { AuditRecord, LineSink } from '@gatehouse/audit';
-import { connectInMemory } from '@gatehouse/testkit';
+import type { AuditRecord } from '@gatehouse/audit';
+import { connectInMemory, memoryAudit } from '@gatehouse/testkit';
 import type { Connection, Era } from '@gatehouse/testkit';
 import { freshDatabase } from '@gatehouse/testkit/postgres';
 import type { TestDatabase } from '@gatehouse/testkit/postgres';
@@ -130,7 +129,6 @@ export async function connectPostgres(
     GATEHOUSE_RATE_READ_PER_MIN: '100000',
     ...env,
   });
-  const records: AuditRecord[] = [];
   let logText = '';
   const logger = createLogger({
     level: 'debug',
@@ -141,15 +139,7 @@ export async function connectPostgres(
       },
     }),
   });
-  const memory: LineSink = {
-    name: 'memory',
-    write: (line) => {
-      const record = JSON.parse(line) as AuditRecord;
-      if (record.event.action !== 'audit/checkpoint') records.push(record);
-    },
-    close: () => undefined,
-  };
-  const audit = new AuditLog({ sinks: [memory], service: { name: 'pg-test', version: '1' } });
+  const { audit, records } = memoryAudit({ name: 'pg-test', version: '1' });
   const definition = createPostgresServer(config, { logger });
   if (options.verify !== false) await definition.db.verify();
   const connection = await connectInMemory(

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { get } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { connect, createServer } from 'node:net';
 import type { Server, Socket } from 'node:net';
@@ -104,10 +105,16 @@ async function proxy(target: URL) {
   };
 }
 
-async function readyz(server: ServerProcess): Promise<{ status: number; body: string }> {
-  const url = new URL('/readyz', server.url);
-  const response = await fetch(url);
-  return { status: response.status, body: await response.text() };
+/** GET /readyz on a fresh connection (no keep-alive socket the server may just have closed). */
+function readyz(server: ServerProcess): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    get(new URL('/readyz', server.url), { agent: false }, (response) => {
+      let body = '';
+      response.setEncoding('utf8');
+      response.on('data', (chunk: string) => (body += chunk));
+      response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
+    }).on('error', reject);
+  });
 }
 
 async function eventually<T>(
@@ -124,20 +131,24 @@ async function eventually<T>(
   return value;
 }
 
+/** The server over HTTP, connecting to PostgreSQL through the proxy on `port`. */
+function httpServerBehind(port: number): Promise<ServerProcess> {
+  const viaProxy = new URL(company.url);
+  viaProxy.port = String(port);
+  return spawnServer(process.execPath, [BIN], {
+    env: env({
+      POSTGRES_URL: viaProxy.toString(),
+      GATEHOUSE_TRANSPORT: 'http',
+      GATEHOUSE_PORT: '0',
+      POSTGRES_CONNECT_TIMEOUT_MS: '1000',
+    }),
+  });
+}
+
 describe('over HTTP, with the database going away', () => {
   it('serves both eras, reports outages clearly, turns unready and recovers by itself', async () => {
-    const upstream = new URL(company.url);
-    const tcp = await proxy(upstream);
-    const viaProxy = new URL(company.url);
-    viaProxy.port = String(tcp.port);
-    const server = await spawnServer(process.execPath, [BIN], {
-      env: env({
-        POSTGRES_URL: viaProxy.toString(),
-        GATEHOUSE_TRANSPORT: 'http',
-        GATEHOUSE_PORT: '0',
-        POSTGRES_CONNECT_TIMEOUT_MS: '1000',
-      }),
-    });
+    const tcp = await proxy(new URL(company.url));
+    const server = await httpServerBehind(tcp.port);
     try {
       const legacy = await connectHttp(server.url!, { era: 'legacy' });
       const modern = await connectHttp(server.url!, { era: 'modern' });
@@ -198,18 +209,8 @@ describe('over HTTP, with the database going away', () => {
 
   it('starts while the database is down, unready until it answers', async () => {
     const tcp = await proxy(new URL(company.url));
-    const port = tcp.port;
     await tcp.cut();
-    const viaProxy = new URL(company.url);
-    viaProxy.port = String(port);
-    const server = await spawnServer(process.execPath, [BIN], {
-      env: env({
-        POSTGRES_URL: viaProxy.toString(),
-        GATEHOUSE_TRANSPORT: 'http',
-        GATEHOUSE_PORT: '0',
-        POSTGRES_CONNECT_TIMEOUT_MS: '1000',
-      }),
-    });
+    const server = await httpServerBehind(tcp.port);
     try {
       expect(
         server.logs.some((l) => /PostgreSQL is unreachable; starting unready/.test(l.msg ?? '')),

@@ -1,7 +1,7 @@
 import { ToolError, definePrompt } from '@gatehouse/core';
 import type { PromptMessage } from '@modelcontextprotocol/server';
 import type { PostgresDeps } from '../deps.js';
-import { describeTable, describeTableText, resolveTable } from '../introspect.js';
+import { describeNamed, embeddedSchemas } from './embed.js';
 import { planText } from '../plan-text.js';
 
 /** Prompt: explain why a query is slow, with its plan and the tables it reads embedded. */
@@ -25,18 +25,9 @@ export function explainSlowQueryPrompt(deps: PostgresDeps) {
         if (!(error instanceof ToolError)) throw error;
         plan = `(no plan: ${error.message})`;
       }
-      const described = await db.transaction(ctx, async (client) => {
-        const out = [];
-        const seen = new Set<string>();
-        for (const r of relations.slice(0, 8)) {
-          const found = await resolveTable(client, db.schemas, r.name, r.schema);
-          if (found === undefined || seen.has(found.oid)) continue;
-          seen.add(found.oid);
-          out.push(await describeTable(client, found.oid, (s, t, c) => db.isMasked(s, t, c)));
-        }
-        return out;
-      });
-      const base = `postgres://${encodeURIComponent(db.database)}`;
+      const described = await db.transaction(ctx, (client) =>
+        describeNamed(db, client, relations.slice(0, 8)),
+      );
       const messages: PromptMessage[] = [
         {
           role: 'user',
@@ -52,17 +43,7 @@ ${plan}
 Explain in plain words where the time most likely goes (sequential scans on large tables, row estimates far from reality, sorts or hashes spilling, nested loops over many rows), then propose concrete fixes in order of impact: indexes (with the CREATE INDEX statement for a DBA to review — this server cannot run it), query rewrites (show the SQL), or statistics. Use postgres_explain to check a rewrite's plan.`,
           },
         },
-        ...described.map((d): PromptMessage => ({
-          role: 'user',
-          content: {
-            type: 'resource',
-            resource: {
-              uri: `${base}/${encodeURIComponent(d.schema)}/${encodeURIComponent(d.name)}/schema`,
-              mimeType: 'text/plain',
-              text: describeTableText(d),
-            },
-          },
-        })),
+        ...embeddedSchemas(db, described),
       ];
       return { description: 'Diagnose a slow query', messages };
     },

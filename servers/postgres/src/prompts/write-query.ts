@@ -1,7 +1,8 @@
 import { definePrompt } from '@gatehouse/core';
 import type { PromptMessage } from '@modelcontextprotocol/server';
 import type { PostgresDeps } from '../deps.js';
-import { describeTable, describeTableText, listTables, resolveTable } from '../introspect.js';
+import { listTables } from '../introspect.js';
+import { describeNamed, embeddedSchemas } from './embed.js';
 
 const MAX_TABLES = 6;
 
@@ -55,17 +56,8 @@ export function writeQueryPrompt(deps: PostgresDeps) {
             all.length <= MAX_TABLES ? all : scored.filter((s) => s.score > 0).map((s) => s.t);
           names = picked.slice(0, MAX_TABLES).map((t) => ({ schema: t.schema, name: t.name }));
         }
-        const out = [];
-        for (const n of names) {
-          if (n.schema !== undefined && !db.schemas.includes(n.schema)) continue;
-          const found = await resolveTable(client, db.schemas, n.name, n.schema);
-          if (found !== undefined) {
-            out.push(await describeTable(client, found.oid, (s, t, c) => db.isMasked(s, t, c)));
-          }
-        }
-        return out;
+        return describeNamed(db, client, names);
       });
-      const base = `postgres://${encodeURIComponent(db.database)}`;
       const messages: PromptMessage[] = [
         {
           role: 'user',
@@ -84,17 +76,7 @@ Rules:
 Show the SQL, run it with postgres_query, then answer the question from the result (say so if it was truncated).${described.length === 0 ? '\n\nNo matching tables were found; start with postgres_list_tables.' : ''}`,
           },
         },
-        ...described.map((d): PromptMessage => ({
-          role: 'user',
-          content: {
-            type: 'resource',
-            resource: {
-              uri: `${base}/${encodeURIComponent(d.schema)}/${encodeURIComponent(d.name)}/schema`,
-              mimeType: 'text/plain',
-              text: describeTableText(d),
-            },
-          },
-        })),
+        ...embeddedSchemas(db, described),
       ];
       return { description: `Safe query for: ${question.slice(0, 100)}`, messages };
     },

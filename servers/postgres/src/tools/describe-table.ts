@@ -1,4 +1,4 @@
-import { ToolError, defineTool } from '@gatehouse/core';
+import { READ_ONLY_ANNOTATIONS, ToolError, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
 import {
@@ -16,12 +16,7 @@ export function describeTableTool(deps: PostgresDeps) {
     title: 'Describe a table',
     description: `Describe one table or view of the ${db.database} database: columns with types, nullability, defaults and comments; primary key, unique constraints, foreign keys (both directions) and indexes. Masked columns are marked. Use it before writing a query against the table.`,
     access: 'read',
-    annotations: {
-      readOnlyHint: true,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: false,
-    },
+    annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
       table: z.string().min(1).max(63).describe('Table or view name, exactly as listed.'),
       schema: z

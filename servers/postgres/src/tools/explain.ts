@@ -1,4 +1,4 @@
-import { defineTool } from '@gatehouse/core';
+import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
 import { planText } from '../plan-text.js';
@@ -13,12 +13,7 @@ export function explainTool(deps: PostgresDeps) {
     title: 'Explain a query plan',
     description: `Show PostgreSQL's execution plan for one SELECT on the ${db.database} database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. ${analyze ? 'With analyze: true the query also runs (read-only, under the statement timeout) and the plan shows actual times and rows.' : 'The query is planned, not run (EXPLAIN ANALYZE is disabled on this server).'}`,
     access: 'read',
-    annotations: {
-      readOnlyHint: true,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: false,
-    },
+    annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
       sql: z.string().min(1).max(100_000).describe('The SELECT to explain, without EXPLAIN.'),
       params: z

@@ -1,4 +1,4 @@
-import { ToolError, defineTool } from '@gatehouse/core';
+import { READ_ONLY_ANNOTATIONS, ToolError, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
 import { TableSummarySchema, listTables } from '../introspect.js';
@@ -13,12 +13,7 @@ export function listTablesTool(deps: PostgresDeps) {
     title: 'List tables and views',
     description: `List the tables and views the ${db.database} database exposes to this server (schemas ${db.schemas.join(', ')}), with kind, estimated row count, comment and whether they are readable. Use it first to find what to query; then postgres_describe_table for columns.`,
     access: 'read',
-    annotations: {
-      readOnlyHint: true,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: false,
-    },
+    annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
       schema: z
         .string()
