@@ -229,7 +229,14 @@ export async function spawnServer(
   };
 
   if (options.waitForStart !== false) {
-    const started = await waitForLog((l) => l.msg === 'server started', options.timeoutMs);
+    let started: LogLine;
+    try {
+      started = await waitForLog((l) => l.msg === 'server started', options.timeoutMs);
+    } catch (error) {
+      // A server that did not start in time must not outlive the caller (it may hold a port).
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+      throw error;
+    }
     if (typeof started.url === 'string') url = new URL(started.url);
   }
   const isAudit = (l: Record<string, unknown>): boolean =>
