@@ -20,3 +20,16 @@ export { startTestIssuer } from './oauth.js';
 export type { TestIssuer } from './oauth.js';
 export { memoryAudit } from './audit.js';
 export type { MemoryAudit } from './audit.js';
+export { parseSearchQuery, startGitHubFake } from './github-fake.js';
+export type {
+  FakeComment,
+  FakeCredential,
+  FakeFailure,
+  FakeIssue,
+  FakeRepo,
+  FakeResponse,
+  GitHubFake,
+  GitHubFakeOptions,
+} from './github-fake.js';
+export { validateGitHubResponses } from './github-openapi.js';
+export { githubSeed } from './github-seed.js';
