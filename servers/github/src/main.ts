@@ -1,0 +1,5 @@
+import { runServer } from '@gatehouse/core';
+import { GitHubConfigSchema } from './config.js';
+import { SERVICE, startGitHubServer } from './server.js';
+
+await runServer({ schema: GitHubConfigSchema, service: SERVICE, create: startGitHubServer });

@@ -1,0 +1,7 @@
+import type { Completer } from '@gatehouse/core';
+import type { GitHubDeps } from '../deps.js';
+
+/** Completes a repo argument from the allow-list. */
+export function repoCompleter(deps: GitHubDeps): Completer {
+  return (value) => deps.scope.repos.filter((r) => r.toLowerCase().startsWith(value.toLowerCase()));
+}

@@ -1,0 +1,56 @@
+import { definePrompt } from '@gatehouse/core';
+import type { GitHubDeps } from '../deps.js';
+import { allowedRepo } from '../deps.js';
+import { findTemplate, formSkeleton, readTemplates } from '../templates.js';
+import { repoCompleter } from './common.js';
+
+/** Prompt: turn rough notes into a bug report that follows the repository's template. */
+export function writeBugReportPrompt(deps: GitHubDeps) {
+  return definePrompt({
+    name: 'github_write_bug_report',
+    title: 'Write a bug report',
+    description:
+      'Turn rough notes into a clear bug report for a repository, following its bug template or form (embedded), ready for github_create_issue.',
+    arguments: {
+      repo: { description: 'owner/repo', required: true, complete: repoCompleter(deps) },
+      notes: {
+        description: 'What happened, in your own words (steps, errors, versions).',
+        required: true,
+      },
+      template: {
+        description: 'Template name or file to follow (default: the bug template, if any).',
+      },
+    },
+    handler: async ({ repo: repoArg, notes, template: wanted }, ctx) => {
+      const repo = allowedRepo(deps, repoArg);
+      const name = `${repo.owner}/${repo.repo}`;
+      const templates = await readTemplates(deps.github, ctx, repo);
+      const template =
+        (wanted === undefined ? undefined : findTemplate(templates, wanted)) ??
+        templates.templates.find((t) => /bug/i.test(`${t.name} ${t.file}`)) ??
+        templates.templates[0];
+      const guide =
+        template === undefined
+          ? 'The repository has no issue template: use the sections Summary, Steps to reproduce, Expected, Actual, Environment.'
+          : `Follow the repository's template "${template.name}" (${template.file})${template.title_prefix ? `; the title starts with "${template.title_prefix}"` : ''}${template.labels.length > 0 ? `; it adds the labels ${template.labels.join(', ')}` : ''}. Write the body as:\n\n${formSkeleton(template)}`;
+      return {
+        description: `Bug report for ${name}`,
+        messages: [
+          {
+            role: 'user',
+            content: {
+              type: 'text',
+              text: `Write a bug report for ${name} from these notes:
+
+${notes}
+
+${guide}
+
+Be specific: exact steps, what was expected, what happened (quote error messages verbatim), versions and environment. Do not invent facts the notes do not contain — mark gaps as "unknown". Show the title and body, then, if asked to file it, call github_create_issue with repo ${name}${template === undefined ? '' : ` and template "${template.name}"`}.`,
+            },
+          },
+        ],
+      };
+    },
+  });
+}

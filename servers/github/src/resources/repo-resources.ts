@@ -1,0 +1,113 @@
+import { defineResource } from '@gatehouse/core';
+import type { RequestContext } from '@gatehouse/core';
+import { call, requestOptions } from '../client.js';
+import type { GitHubDeps } from '../deps.js';
+import { parseRepo } from '../scope.js';
+import type { RepoRef } from '../scope.js';
+import { readTemplates } from '../templates.js';
+
+/**
+ * Per allowed repository: its labels, milestones and issue templates — what a new or triaged
+ * issue should use. Listed for every configured owner/repo; owner/* repositories are readable
+ * by URI (and completable) but not listed.
+ */
+
+type Reader = (deps: GitHubDeps, ctx: RequestContext, repo: RepoRef) => Promise<unknown>;
+
+const readers: Record<string, { title: string; description: string; read: Reader }> = {
+  labels: {
+    title: 'Labels',
+    description: 'The labels of the repository: name, colour, description.',
+    read: async (deps, ctx, repo) => {
+      const labels = await call(ctx, () =>
+        deps.github.paginate(deps.github.rest.issues.listLabelsForRepo, {
+          owner: repo.owner,
+          repo: repo.repo,
+          per_page: 100,
+          ...requestOptions(ctx),
+        }),
+      );
+      return labels.map((l) => ({
+        name: l.name,
+        color: l.color,
+        description: l.description ?? null,
+      }));
+    },
+  },
+  milestones: {
+    title: 'Milestones',
+    description: 'Open and closed milestones: number, title, state, due date, progress.',
+    read: async (deps, ctx, repo) => {
+      const milestones = await call(ctx, () =>
+        deps.github.paginate(deps.github.rest.issues.listMilestones, {
+          owner: repo.owner,
+          repo: repo.repo,
+          state: 'all',
+          per_page: 100,
+          ...requestOptions(ctx),
+        }),
+      );
+      return milestones.map((m) => ({
+        number: m.number,
+        title: m.title,
+        state: m.state,
+        due_on: m.due_on ?? null,
+        open_issues: m.open_issues,
+        closed_issues: m.closed_issues,
+        description: m.description ?? null,
+      }));
+    },
+  },
+  'issue-templates': {
+    title: 'Issue templates',
+    description:
+      'The issue templates and forms of .github/ISSUE_TEMPLATE: names, title prefixes, labels, and the sections or fields a new issue must fill.',
+    read: (deps, ctx, repo) => readTemplates(deps.github, ctx, repo),
+  },
+};
+
+/** The three resource templates (`github://{owner}/{repo}/labels`, `/milestones`, `/issue-templates`). */
+export function repoResources(deps: GitHubDeps) {
+  const { scope } = deps;
+  return Object.entries(readers).map(([kind, r]) =>
+    defineResource({
+      kind: 'template',
+      name: `github_${kind.replace('-', '_')}`,
+      uriTemplate: `github://{owner}/{repo}/${kind}`,
+      title: r.title,
+      description: r.description,
+      mimeType: 'application/json',
+      list: () =>
+        Promise.resolve(
+          scope.repos.map((name) => ({
+            uri: `github://${name}/${kind}`,
+            name: `${name} ${kind}`,
+            title: `${r.title} of ${name}`,
+            mimeType: 'application/json',
+          })),
+        ),
+      complete: {
+        owner: (value) =>
+          [...new Set([...scope.repos.map((n) => n.split('/')[0]!), ...scope.owners])].filter((o) =>
+            o.toLowerCase().startsWith(value.toLowerCase()),
+          ),
+        repo: (value, { arguments: args }) =>
+          scope.repos
+            .filter(
+              (n) =>
+                args.owner === undefined ||
+                n.split('/')[0]!.toLowerCase() === args.owner.toLowerCase(),
+            )
+            .map((n) => n.split('/')[1]!)
+            .filter((n) => n.toLowerCase().startsWith(value.toLowerCase())),
+      },
+      target: (v) => `github:${v.owner ?? ''}/${v.repo ?? ''}`,
+      read: async (_uri, variables, ctx) => {
+        const ref = parseRepo(`${variables.owner ?? ''}/${variables.repo ?? ''}`);
+        if (ref === undefined || !scope.allows(ref)) return undefined;
+        const body = await r.read(deps, ctx, ref);
+        return { text: JSON.stringify(body, null, 1), mimeType: 'application/json' };
+      },
+    }),
+  );
+}

@@ -1,0 +1,47 @@
+import { createAllowList } from '@gatehouse/core';
+import type { GitHubConfig } from './config.js';
+
+/** `owner/repo` split and normalised (GitHub names are case-insensitive). */
+export interface RepoRef {
+  readonly owner: string;
+  readonly repo: string;
+}
+
+/** Parses `owner/repo`; undefined when it is not one. */
+export function parseRepo(text: string): RepoRef | undefined {
+  const m = /^([A-Za-z0-9][A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})$/.exec(text.trim());
+  return m === null ? undefined : { owner: m[1]!, repo: m[2]! };
+}
+
+/**
+ * The repositories this server may touch: GITHUB_REPOS, narrowed by any `github:` patterns of
+ * GATEHOUSE_ALLOW_TARGETS. Every tool, resource, prompt and search goes through it.
+ */
+export class RepoScope {
+  /** Exact repositories, as configured (`acme/api`). */
+  readonly repos: readonly string[];
+  /** Owners whose every repository is allowed (`acme` for `acme/*`). */
+  readonly owners: readonly string[];
+  private readonly coreAllows: (target: string) => boolean;
+
+  constructor(config: Pick<GitHubConfig, 'GITHUB_REPOS' | 'GATEHOUSE_ALLOW_TARGETS'>) {
+    const allow = createAllowList(config.GATEHOUSE_ALLOW_TARGETS);
+    this.coreAllows = (target) => allow(target).allow;
+    this.repos = config.GITHUB_REPOS.filter((p) => !p.endsWith('/*'));
+    this.owners = config.GITHUB_REPOS.filter((p) => p.endsWith('/*')).map((p) => p.slice(0, -2));
+  }
+
+  /** Whether owner/repo is inside both lists. */
+  allows(ref: RepoRef): boolean {
+    const name = `${ref.owner}/${ref.repo}`.toLowerCase();
+    const configured =
+      this.repos.some((r) => r.toLowerCase() === name) ||
+      this.owners.some((o) => o.toLowerCase() === ref.owner.toLowerCase());
+    return configured && this.coreAllows(`github:${ref.owner}/${ref.repo}`);
+  }
+
+  /** The allowed list in words, for error messages. */
+  describe(): string {
+    return [...this.repos, ...this.owners.map((o) => `${o}/*`)].join(', ');
+  }
+}

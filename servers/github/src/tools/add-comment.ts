@@ -1,0 +1,86 @@
+import { defineTool } from '@gatehouse/core';
+import * as z from 'zod';
+import { githubError, requestOptions } from '../client.js';
+import type { GitHubDeps } from '../deps.js';
+import { allowedRepo, repoTarget } from '../deps.js';
+import { ambiguous, dedupeKey, findComment, withMarker } from '../idempotency.js';
+import { RepoArg } from './common.js';
+
+/** `github_add_comment`: a comment on an issue, posted once. */
+export function addCommentTool(deps: GitHubDeps) {
+  return defineTool({
+    name: 'github_add_comment',
+    title: 'Comment on an issue',
+    description:
+      'Add a Markdown comment to an issue (or pull request). Repeating the same comment within the dedupe window returns the first one instead of posting twice.',
+    access: 'write',
+    toolset: 'comments',
+    annotations: {
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: true,
+    },
+    auditArgs: 'redacted',
+    input: z.strictObject({
+      repo: RepoArg,
+      number: z.number().int().positive().describe('The issue number.'),
+      body: z.string().trim().min(1).max(60_000).describe('Markdown comment.'),
+    }),
+    output: z.object({
+      comment: z.object({ id: z.number().int(), url: z.string(), created_at: z.string() }),
+      deduplicated: z.boolean(),
+    }),
+    target: (args) => repoTarget(args.repo, args.number),
+    async handler(args, ctx) {
+      const repo = allowedRepo(deps, args.repo);
+      if (ctx.dryRun) {
+        return ctx.preview(
+          {
+            method: 'POST',
+            path: `/repos/${repo.owner}/${repo.repo}/issues/${args.number}/comments`,
+            body: { body: args.body },
+          },
+          `would comment on ${repo.owner}/${repo.repo}#${args.number}`,
+        );
+      }
+      const key = dedupeKey({
+        who: ctx.principal.id,
+        repo: `${repo.owner}/${repo.repo}`,
+        number: args.number,
+        body: args.body,
+      });
+      const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
+      const done = (
+        c: { id: number; html_url: string; created_at: string },
+        deduplicated: boolean,
+      ) => ({
+        structured: {
+          comment: { id: c.id, url: c.html_url, created_at: c.created_at },
+          deduplicated,
+        },
+        text: `${deduplicated ? 'Already posted (same comment within the dedupe window)' : 'Commented'}: ${c.html_url}`,
+      });
+      const earlier = await findComment(deps.github, ctx, repo, args.number, key, window);
+      if (earlier !== undefined) return done(earlier, true);
+      try {
+        const { data } = await deps.github.rest.issues.createComment({
+          owner: repo.owner,
+          repo: repo.repo,
+          issue_number: args.number,
+          body: withMarker(args.body, key),
+          ...requestOptions(ctx, { retries: 0 }),
+        });
+        return done(data, false);
+      } catch (error) {
+        if (!ctx.signal.aborted && ambiguous(error)) {
+          const made = await findComment(deps.github, ctx, repo, args.number, key, window).catch(
+            () => undefined,
+          );
+          if (made !== undefined) return done(made, true);
+        }
+        throw githubError(error, ctx.signal);
+      }
+    },
+  });
+}

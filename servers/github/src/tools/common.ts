@@ -1,0 +1,71 @@
+import type { ToolAnnotations } from '@gatehouse/core';
+import * as z from 'zod';
+import type { CallBounds } from '../client.js';
+import type { GitHubDeps } from '../deps.js';
+import type { GitHubIssue, IssueField, IssueView } from '../format.js';
+import { IssueFieldSchema, projectIssue, repoOf } from '../format.js';
+import { parseRepo } from '../scope.js';
+
+/** Reads of third-party content on GitHub: read-only, open world. */
+export const GITHUB_READ: ToolAnnotations = {
+  readOnlyHint: true,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: true,
+};
+
+export const RepoArg = z
+  .string()
+  .min(3)
+  .max(140)
+  .describe('Repository as owner/repo (one of the repositories this server allows).');
+
+export const LoginArg = z
+  .string()
+  .regex(/^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/, 'expected a GitHub login')
+  .describe('A GitHub login, without @.');
+
+export function fieldsArg(defaults: readonly IssueField[]) {
+  return z
+    .array(IssueFieldSchema)
+    .min(1)
+    .max(20)
+    .optional()
+    .describe(
+      `Fields to return per issue (default: ${defaults.join(', ')}). Ask only for what you need; body is the largest.`,
+    );
+}
+
+export const PerPageArg = z.number().int().min(1).max(100).optional();
+export const CursorArg = z
+  .string()
+  .max(400)
+  .optional()
+  .describe('next_cursor of the previous page, to continue; omit for the first page.');
+
+/**
+ * Projects issues for the model; in trusted-authors mode the titles and bodies of authors
+ * without push access are withheld.
+ */
+export async function viewIssues(
+  deps: GitHubDeps,
+  bounds: CallBounds,
+  issues: readonly GitHubIssue[],
+  fields: readonly IssueField[],
+): Promise<IssueView[]> {
+  const hidden = new Set<GitHubIssue>();
+  if (deps.trust !== undefined) {
+    for (const issue of issues) {
+      const ref = parseRepo(repoOf(issue));
+      const login = issue.user?.login;
+      if (
+        ref === undefined ||
+        login === undefined ||
+        !(await deps.trust.trusted(bounds, ref, login))
+      ) {
+        hidden.add(issue);
+      }
+    }
+  }
+  return issues.map((i) => projectIssue(i, fields, hidden.has(i)));
+}

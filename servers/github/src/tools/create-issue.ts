@@ -1,0 +1,138 @@
+import { ToolError, defineTool } from '@gatehouse/core';
+import * as z from 'zod';
+import { githubError, requestOptions } from '../client.js';
+import type { GitHubDeps } from '../deps.js';
+import { allowedRepo, repoTarget } from '../deps.js';
+import type { GitHubIssue } from '../format.js';
+import { IssueViewSchema, projectIssue } from '../format.js';
+import { ambiguous, dedupeKey, findIssue, withMarker } from '../idempotency.js';
+import { findTemplate, formSkeleton, missingFormFields, readTemplates } from '../templates.js';
+import { LoginArg, RepoArg } from './common.js';
+
+const CREATED_FIELDS = [
+  'repo',
+  'number',
+  'title',
+  'state',
+  'labels',
+  'assignees',
+  'milestone',
+  'url',
+] as const;
+
+/** `github_create_issue`: a new issue, optionally following one of the repository's templates. */
+export function createIssueTool(deps: GitHubDeps) {
+  return defineTool({
+    name: 'github_create_issue',
+    title: 'Create an issue',
+    description:
+      "Open a new issue in an allowed repository. With template, the repository's issue template or form is applied: its title prefix, labels and assignees are added, and a form's required sections must be filled in the body (see the repository's issue-templates resource). Repeating the same create within the dedupe window returns the first issue instead of opening a second one.",
+    access: 'write',
+    toolset: 'issues',
+    annotations: {
+      readOnlyHint: false,
+      destructiveHint: false,
+      idempotentHint: false,
+      openWorldHint: true,
+    },
+    auditArgs: 'redacted',
+    input: z.strictObject({
+      repo: RepoArg,
+      title: z.string().trim().min(1).max(256).describe('A short, specific title.'),
+      body: z.string().max(60_000).optional().describe('Markdown body.'),
+      labels: z.array(z.string().min(1).max(50)).max(20).optional(),
+      assignees: z.array(LoginArg).max(10).optional(),
+      milestone: z.number().int().positive().optional().describe('Milestone number.'),
+      template: z
+        .string()
+        .min(1)
+        .max(200)
+        .optional()
+        .describe('Template name or file (e.g. bug_report) to follow.'),
+    }),
+    output: z.object({
+      issue: IssueViewSchema,
+      deduplicated: z
+        .boolean()
+        .describe('True when an identical create had already made this issue'),
+    }),
+    target: (args) => repoTarget(args.repo),
+    async handler(args, ctx) {
+      const repo = allowedRepo(deps, args.repo);
+      let title = args.title;
+      let labels = args.labels ?? [];
+      let assignees = args.assignees ?? [];
+      const body = args.body ?? '';
+      if (args.template !== undefined) {
+        const templates = await readTemplates(deps.github, ctx, repo);
+        const template = findTemplate(templates, args.template);
+        if (template === undefined) {
+          const names = templates.templates.map((t) => t.name).join(', ') || 'none';
+          throw new ToolError(
+            `No issue template "${args.template}" in ${repo.owner}/${repo.repo} (templates: ${names}).`,
+            {
+              code: 'template_not_found',
+            },
+          );
+        }
+        const missing = missingFormFields(template, body);
+        if (missing.length > 0) {
+          throw new ToolError(
+            `The body leaves required sections of "${template.name}" empty: ${missing.join(', ')}. Write the body as these sections:\n${formSkeleton(template)}`,
+            { code: 'template_incomplete' },
+          );
+        }
+        if (template.title_prefix !== null && !title.startsWith(template.title_prefix.trim())) {
+          title = `${template.title_prefix}${title}`;
+        }
+        labels = [...new Set([...template.labels, ...labels])];
+        assignees = [...new Set([...template.assignees, ...assignees])];
+      }
+      const request = {
+        title,
+        body,
+        ...(labels.length > 0 ? { labels } : {}),
+        ...(assignees.length > 0 ? { assignees } : {}),
+        ...(args.milestone === undefined ? {} : { milestone: args.milestone }),
+      };
+      if (ctx.dryRun) {
+        return ctx.preview(
+          { method: 'POST', path: `/repos/${repo.owner}/${repo.repo}/issues`, body: request },
+          `would open "${title}" in ${repo.owner}/${repo.repo}`,
+        );
+      }
+      const key = dedupeKey({
+        who: ctx.principal.id,
+        repo: `${repo.owner}/${repo.repo}`,
+        ...request,
+      });
+      const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
+      const done = (issue: GitHubIssue, deduplicated: boolean) => {
+        const view = projectIssue(issue, CREATED_FIELDS);
+        return {
+          structured: { issue: view, deduplicated },
+          text: `${deduplicated ? 'Already created (same request within the dedupe window)' : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
+        };
+      };
+      const earlier = await findIssue(deps.github, ctx, repo, key, window);
+      if (earlier !== undefined) return done(earlier, true);
+      try {
+        const { data } = await deps.github.rest.issues.create({
+          owner: repo.owner,
+          repo: repo.repo,
+          ...request,
+          body: withMarker(body, key),
+          // Never retried blindly: a retry after a lost answer could open a second issue.
+          ...requestOptions(ctx, { retries: 0 }),
+        });
+        return done(data, false);
+      } catch (error) {
+        if (!ctx.signal.aborted && ambiguous(error)) {
+          const made = await findIssue(deps.github, ctx, repo, key, window).catch(() => undefined);
+          if (made !== undefined) return done(made, true);
+        }
+        throw githubError(error, ctx.signal);
+      }
+    },
+  });
+}
