@@ -164,6 +164,18 @@ const DRY_RUN = z
   .optional()
   .describe('Preview: return exactly what would be sent, and send nothing.');
 
+/** The structured result of a dry run of a write tool that has an output schema. */
+const DRY_RUN_RESULT = z.object({
+  dry_run: z.literal(true),
+  summary: z.string(),
+  would_send: z.unknown(),
+});
+
+function withoutDialect(schema: Record<string, unknown>): Record<string, unknown> {
+  const { $schema: _dialect, ...rest } = schema;
+  return rest;
+}
+
 interface PreparedTemplate {
   readonly definition: TemplateResourceDefinition;
   readonly template: UriTemplate;
@@ -182,9 +194,15 @@ function prepareTool(definition: ToolDefinition): PreparedTool {
     annotations: { title: definition.title, ...definition.annotations },
   };
   if (definition.output !== undefined) {
-    listing.outputSchema = z.toJSONSchema(definition.output, {
-      io: 'output',
-    });
+    const output = z.toJSONSchema(definition.output, { io: 'output' });
+    // A write tool also answers dry runs, whose structured result is the preview.
+    listing.outputSchema =
+      definition.access === 'write'
+        ? {
+            type: 'object',
+            anyOf: [withoutDialect(output), withoutDialect(z.toJSONSchema(DRY_RUN_RESULT))],
+          }
+        : output;
   }
   return { definition, input, listing, hash: sha256Canonical(listing) };
 }
@@ -766,17 +784,22 @@ export function createServerFactory(
         if (isDryRunPreview(result)) {
           if (!dryRun) throw new TypeError(`${name} returned a dry-run preview for a real call`);
           const body = sanitizeDeep(result.wouldSend, flags);
+          const summary = sanitizeText(result.summary, flags).text;
           callResult = {
             content: [
               {
                 type: 'text',
                 text: truncateText(
-                  `DRY RUN — nothing was sent. ${sanitizeText(result.summary, flags).text}\nThis is exactly what would be sent:\n${JSON.stringify(body, null, 2)}`,
+                  `DRY RUN — nothing was sent. ${summary}\nThis is exactly what would be sent:\n${JSON.stringify(body, null, 2)}`,
                   budget,
                   flags,
                 ),
               },
             ],
+            // A tool with an output schema must return structured content; a dry run's is the preview.
+            ...(tool.output === undefined
+              ? {}
+              : { structuredContent: { dry_run: true, summary, would_send: body } }),
           };
         } else if (dryRun) {
           throw new TypeError(

@@ -9,6 +9,8 @@ import {
   createLogger,
   createRuntime,
   createServerFactory,
+  defineServer,
+  defineTool,
   isRetryable,
   loadConfig,
   withRetry,
@@ -17,6 +19,7 @@ import type { Principal } from '@gatehouse/core';
 import { connectInMemory } from '@gatehouse/testkit';
 import type { ClientOptions, Connection } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';
+import * as z from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDemoServer } from './fixtures/demo.ts';
 import type { DemoProbe } from './fixtures/demo.ts';
@@ -246,6 +249,61 @@ describe('human in the loop', () => {
       arguments: { text: 'x', dry_run: true },
     });
     expect(read.isError).toBe(true);
+  });
+
+  it('gives a write tool with an output schema a structured dry run the client accepts', async () => {
+    const sent: string[] = [];
+    const definition = defineServer({
+      name: 'structured-writes',
+      version: '1.0.0',
+      tools: [
+        defineTool({
+          name: 'demo_create',
+          title: 'Create',
+          description: 'Creates a thing.',
+          access: 'write',
+          annotations: {
+            readOnlyHint: false,
+            destructiveHint: false,
+            idempotentHint: false,
+            openWorldHint: false,
+          },
+          input: z.strictObject({ name: z.string() }),
+          output: z.object({ id: z.number() }),
+          async handler({ name }, ctx) {
+            if (ctx.dryRun) return ctx.preview({ name }, `would create ${name}`);
+            sent.push(name);
+            return { structured: { id: sent.length } };
+          },
+        }),
+      ],
+    });
+    const config = loadConfig(baseConfigSchema, writes);
+    const logger = createLogger({ destination: new Writable({ write: (_c, _e, done) => done() }) });
+    const audit = new AuditLog({ sinks: [], service: { name: 'demo', version: '1.0.0' } });
+    for (const era of ['legacy', 'modern'] as const) {
+      const connection = await connectInMemory(
+        createServerFactory(definition, createRuntime(config, logger, { audit })),
+        { era },
+      );
+      open.push(connection);
+      // The client validates structuredContent against the advertised output schema.
+      const preview = await connection.client.callTool({
+        name: 'demo_create',
+        arguments: { name: 'x', dry_run: true },
+      });
+      expect(preview.structuredContent).toEqual({
+        dry_run: true,
+        summary: 'would create x',
+        would_send: { name: 'x' },
+      });
+      const real = await connection.client.callTool({
+        name: 'demo_create',
+        arguments: { name: 'y' },
+      });
+      expect(real.structuredContent).toEqual({ id: sent.length });
+    }
+    expect(sent).toEqual(['y', 'y']);
   });
 
   for (const era of ['modern', 'legacy'] as const) {

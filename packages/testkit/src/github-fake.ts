@@ -108,6 +108,11 @@ export interface GitHubFakeOptions {
   };
   /** Mount the API below this path (`/api/v3` as on GitHub Enterprise Server). */
   prefix?: string;
+  /**
+   * Misbehave: search ignores `repo:`/`user:`/`org:` scoping and returns matches from every
+   * repository the credential reaches (to test a server's own filtering of results).
+   */
+  unscopedSearch?: boolean;
 }
 
 /** A running fake. */
@@ -918,6 +923,7 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
       (r) =>
         reaches(cred, r) &&
         (scoped.length === 0 ||
+          options.unscopedSearch === true ||
           scoped.some((s) =>
             s.key === 'repo'
               ? s.value.toLowerCase() === fullName(r).toLowerCase()

@@ -27,8 +27,27 @@ export class RepoScope {
   constructor(config: Pick<GitHubConfig, 'GITHUB_REPOS' | 'GATEHOUSE_ALLOW_TARGETS'>) {
     const allow = createAllowList(config.GATEHOUSE_ALLOW_TARGETS);
     this.coreAllows = (target) => allow(target).allow;
-    this.repos = config.GITHUB_REPOS.filter((p) => !p.endsWith('/*'));
-    this.owners = config.GITHUB_REPOS.filter((p) => p.endsWith('/*')).map((p) => p.slice(0, -2));
+    const repos = config.GITHUB_REPOS.filter((p) => !p.endsWith('/*')).filter((r) =>
+      this.coreAllows(`github:${r}`),
+    );
+    const owners: string[] = [];
+    for (const owner of config.GITHUB_REPOS.filter((p) => p.endsWith('/*')).map((p) =>
+      p.slice(0, -2),
+    )) {
+      if (this.coreAllows(`github:${owner}/*`)) {
+        owners.push(owner);
+        continue;
+      }
+      // The allow-list narrows owner/* to some of its repositories: use those by name.
+      for (const pattern of config.GATEHOUSE_ALLOW_TARGETS) {
+        const ref = pattern.startsWith('github:') ? parseRepo(pattern.slice(7)) : undefined;
+        if (ref !== undefined && ref.owner.toLowerCase() === owner.toLowerCase()) {
+          repos.push(`${ref.owner}/${ref.repo}`);
+        }
+      }
+    }
+    this.repos = [...new Set(repos)];
+    this.owners = owners;
   }
 
   /** Whether owner/repo is inside both lists. */
