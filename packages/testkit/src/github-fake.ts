@@ -68,6 +68,11 @@ export interface FakeCredential {
   repos: readonly string[] | '*';
   /** Classic PAT scopes, sent as X-OAuth-Scopes (fine-grained tokens send none). */
   scopes?: string;
+  /**
+   * The permission it has on the private repositories it reaches when it is not a listed
+   * collaborator — a GitHub App installation's `issues: write` (default: none beyond read).
+   */
+  permission?: 'read' | 'write';
 }
 
 /** A canned failure for the next matching request. */
@@ -138,23 +143,24 @@ function userId(login: string): number {
 function simpleUser(api: string, web: string, login: string) {
   const id = userId(login);
   const bot = login.endsWith('[bot]');
+  const l = encodeURIComponent(login);
   return {
     login,
     id,
     node_id: Buffer.from(`04:User${id}`).toString('base64'),
     avatar_url: `https://avatars.example.test/u/${id}?v=4`,
     gravatar_id: '',
-    url: `${api}/users/${encodeURIComponent(login)}`,
-    html_url: `${web}/${encodeURIComponent(login)}`,
-    followers_url: `${api}/users/${login}/followers`,
-    following_url: `${api}/users/${login}/following{/other_user}`,
-    gists_url: `${api}/users/${login}/gists{/gist_id}`,
-    starred_url: `${api}/users/${login}/starred{/owner}{/repo}`,
-    subscriptions_url: `${api}/users/${login}/subscriptions`,
-    organizations_url: `${api}/users/${login}/orgs`,
-    repos_url: `${api}/users/${login}/repos`,
-    events_url: `${api}/users/${login}/events{/privacy}`,
-    received_events_url: `${api}/users/${login}/received_events`,
+    url: `${api}/users/${l}`,
+    html_url: `${web}/${l}`,
+    followers_url: `${api}/users/${l}/followers`,
+    following_url: `${api}/users/${l}/following{/other_user}`,
+    gists_url: `${api}/users/${l}/gists{/gist_id}`,
+    starred_url: `${api}/users/${l}/starred{/owner}{/repo}`,
+    subscriptions_url: `${api}/users/${l}/subscriptions`,
+    organizations_url: `${api}/users/${l}/orgs`,
+    repos_url: `${api}/users/${l}/repos`,
+    events_url: `${api}/users/${l}/events{/privacy}`,
+    received_events_url: `${api}/users/${l}/received_events`,
     type: bot ? 'Bot' : 'User',
     user_view_type: 'public',
     site_admin: false,
@@ -188,6 +194,9 @@ export function parseSearchQuery(q: string): {
 export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHubFake> {
   const prefix = options.prefix ?? '';
   const tokens = new Map(Object.entries(options.tokens ?? {}));
+  const grant = (cred: FakeCredential) => {
+    if (cred.permission !== undefined) granted.set(cred.login, cred.permission);
+  };
   const installationTokens = new Map<string, FakeCredential>();
   const failures: FakeFailure[] = [];
   const requests: string[] = [];
@@ -211,8 +220,12 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
   const fullName = (r: FakeRepo) => `${r.owner}/${r.name}`;
   const reaches = (cred: FakeCredential, r: FakeRepo) =>
     !r.private || cred.repos === '*' || cred.repos.includes(fullName(r));
-  const permission = (r: FakeRepo, login: string) =>
-    r.collaborators[login] ?? (r.private ? 'none' : 'read');
+  // Installation credentials act by their own permission on the repositories they reach.
+  const granted = new Map<string, 'read' | 'write'>();
+  const permission = (r: FakeRepo, login: string) => {
+    const viaCredential = granted.get(login);
+    return r.collaborators[login] ?? viaCredential ?? (r.private ? 'none' : 'read');
+  };
   const canPush = (r: FakeRepo, login: string) =>
     ['admin', 'maintain', 'write'].includes(permission(r, login));
 
@@ -544,6 +557,9 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
   };
   const issueIn = (r: FakeRepo, number: string | undefined) =>
     r.issues.find((i) => i.number === Number(number));
+
+  for (const cred of tokens.values()) grant(cred);
+  for (const cred of Object.values(options.app?.installations ?? {})) grant(cred);
 
   route('GET', '/user', ({ res, cred, meta }) => {
     if (cred === 'app')

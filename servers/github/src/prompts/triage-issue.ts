@@ -9,6 +9,8 @@ import { buildSearchQuery } from '../search-query.js';
 import { viewIssues } from '../tools/common.js';
 import { repoCompleter } from './common.js';
 
+const STOPWORDS = new Set(['the', 'and', 'for', 'with', 'when', 'from', 'into', 'not', 'does', 'doesn', 'fails', 'error', 'issue', 'bug', 'add', 'fix']);
+
 /** Prompt: triage one issue — labels, priority, duplicates — with the evidence embedded. */
 export function triageIssuePrompt(deps: GitHubDeps) {
   return definePrompt({
@@ -45,38 +47,39 @@ export function triageIssuePrompt(deps: GitHubDeps) {
           ...requestOptions(ctx),
         }),
       );
-      // Candidate duplicates: issues sharing the title's longer words.
-      const words = issue.title
-        .split(/[^\p{L}\p{N}]+/u)
-        .filter((w) => w.length > 3)
-        .slice(0, 5);
-      let duplicates: string[] = [];
-      if (words.length > 0) {
+      // Candidate duplicates: issues sharing a significant word of the title (GitHub search
+      // ANDs its terms, so one search per word), ranked by how many words they share.
+      const words = [
+        ...new Set(
+          issue.title
+            .split(/[^\p{L}\p{N}]+/u)
+            .filter((w) => w.length >= 3 && !STOPWORDS.has(w.toLowerCase())),
+        ),
+      ].slice(0, 3);
+      const hits = new Map<number, { issue: GitHubIssue; score: number }>();
+      for (const word of words) {
         try {
           const found = await call(ctx, () =>
             deps.github.rest.search.issuesAndPullRequests({
-              q: buildSearchQuery(deps.scope, { text: words.slice(0, 3).join(' ') }, repo),
-              per_page: 6,
+              q: buildSearchQuery(deps.scope, { text: word }, repo),
+              per_page: 10,
               ...requestOptions(ctx),
             }),
           );
-          const others = (found.data.items as unknown as GitHubIssue[]).filter(
-            (i) => i.number !== issue.number,
-          );
-          duplicates = (
-            await viewIssues(deps, ctx, others.slice(0, 5), [
-              'repo',
-              'number',
-              'title',
-              'state',
-              'labels',
-            ])
-          ).map(issueLine);
+          for (const i of found.data.items as unknown as GitHubIssue[]) {
+            if (i.number === issue.number) continue;
+            const hit = hits.get(i.number) ?? { issue: i, score: 0 };
+            hit.score++;
+            hits.set(i.number, hit);
+          }
         } catch (error) {
-          if (!(error instanceof ToolError))
-            deps.logger.debug({ err: error }, 'duplicate search failed');
+          if (!(error instanceof ToolError)) deps.logger.debug({ err: error }, 'duplicate search failed');
         }
       }
+      const ranked = [...hits.values()].sort((a, b) => b.score - a.score).slice(0, 5);
+      const duplicates = (
+        await viewIssues(deps, ctx, ranked.map((h) => h.issue), ['repo', 'number', 'title', 'state', 'labels'])
+      ).map(issueLine);
       const labelList = labels.data
         .map((l) => `${l.name}${l.description ? ` — ${l.description}` : ''}`)
         .join('\n');
