@@ -1,7 +1,7 @@
 // Regenerates the generated parts of the docs from the code, so they never drift:
 //   node scripts/gen-docs.mjs                      rewrite them
 //   node scripts/gen-docs.mjs --check              exit 1 when a file is out of date (the tests)
-//   node scripts/gen-docs.mjs --scope core|postgres  only that part (each package's test checks its own)
+//   node scripts/gen-docs.mjs --scope core|postgres|github  only that part (each package's test checks its own)
 import { readFileSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -12,6 +12,26 @@ const { values } = parseArgs({
 });
 const check = values.check === true;
 const inScope = (scope) => values.scope === undefined || values.scope === scope;
+
+/** A tool table from tool definitions: name, title, access, description, arguments. */
+function toolTable(tools) {
+  const cell = (text) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
+  const args = (tool) =>
+    Object.entries(tool.input.shape)
+      .map(
+        ([name, field]) =>
+          `\`${name}\`${field.safeParse(undefined).success ? '' : ' (required)'}: ${field.description ?? ''}`,
+      )
+      .join('<br>');
+  return [
+    '| tool | what the model reads | arguments |',
+    '|---|---|---|',
+    ...tools.map(
+      (t) =>
+        `| \`${t.name}\` — ${t.title}${t.access === 'write' ? ' (write: off unless enabled; takes `dry_run`)' : ''} | ${cell(t.description)} | ${cell(args(t))} |`,
+    ),
+  ].join('\n');
+}
 
 /** Whole generated files: { file, body }. */
 const wholeFiles = [];
@@ -42,25 +62,7 @@ if (inScope('postgres')) {
   });
   const server = createPostgresServer(config, { logger: createLogger({ level: 'silent' }) });
   await server.close();
-  const cell = (text) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  const args = (tool) =>
-    Object.entries(tool.input.shape)
-      .map(
-        ([name, field]) =>
-          `\`${name}\`${field.safeParse(undefined).success ? '' : ' (required)'}: ${field.description ?? ''}`,
-      )
-      .join('<br>');
-  regions.push({
-    file: readme,
-    marker: 'postgres-tools',
-    body: [
-      '| tool | what the model reads | arguments |',
-      '|---|---|---|',
-      ...server.tools.map(
-        (t) => `| \`${t.name}\` — ${t.title} | ${cell(t.description)} | ${cell(args(t))} |`,
-      ),
-    ].join('\n'),
-  });
+  regions.push({ file: readme, marker: 'postgres-tools', body: toolTable(server.tools) });
   const own = Object.fromEntries(
     Object.keys(PostgresConfigSchema.shape)
       .filter((k) => k.startsWith('POSTGRES_'))
@@ -75,6 +77,29 @@ if (inScope('postgres')) {
     file: readme,
     marker: 'postgres-role-sql',
     body: `\`\`\`sql\n${readFileSync(new URL('../servers/postgres/demo/readonly-role.sql', import.meta.url), 'utf8').trimEnd()}\n\`\`\``,
+  });
+}
+
+if (inScope('github')) {
+  const { configTable, createLogger } = await import('@gatehouse/core');
+  const { GitHubConfigSchema, createGitHubServer } = await import('@gatehouse/server-github');
+  const readme = new URL('../servers/github/README.md', import.meta.url);
+  // A representative configuration; nothing is sent to GitHub (the check runs at start only).
+  const config = GitHubConfigSchema.parse({
+    GITHUB_TOKEN: 'github_pat_example',
+    GITHUB_REPOS: 'acme/api,acme/web',
+  });
+  const server = createGitHubServer(config, { logger: createLogger({ level: 'silent' }) });
+  regions.push({ file: readme, marker: 'github-tools', body: toolTable(server.tools) });
+  const own = Object.fromEntries(
+    Object.keys(GitHubConfigSchema.shape)
+      .filter((k) => k.startsWith('GITHUB_'))
+      .map((k) => [k, true]),
+  );
+  regions.push({
+    file: readme,
+    marker: 'github-config',
+    body: configTable(GitHubConfigSchema.pick(own)),
   });
 }
 

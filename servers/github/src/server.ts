@@ -103,7 +103,7 @@ export function createGitHubServer(
  */
 export async function startGitHubServer(
   config: GitHubConfig,
-  deps: { logger: Logger },
+  deps: { logger: Logger; throttle?: Record<string, unknown> },
 ): Promise<ReturnType<typeof createGitHubServer>> {
   const definition = createGitHubServer(config, deps);
   try {

@@ -1,9 +1,5 @@
-import { execFile } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify, stripVTControlCharacters } from 'node:util';
-import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
+import { connectHttp, connectStdio, runConformance, spawnServer } from '@gatehouse/testkit';
 import type { GitHubFake } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN, expectValidResponses, startFake } from './helpers.ts';
@@ -12,9 +8,6 @@ import { TOKEN, expectValidResponses, startFake } from './helpers.ts';
 // suite's server-agnostic scenarios against it.
 
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url));
-const run = promisify(execFile);
-const require = createRequire(import.meta.url);
-const conformanceBin = join(dirname(require.resolve('@modelcontextprotocol/conformance/package.json')), 'dist/index.js');
 let fake: GitHubFake;
 
 beforeAll(async () => {
@@ -37,9 +30,15 @@ describe('the binary', () => {
   it('serves stdio, logs what the token reaches, and never the token', async () => {
     const connection = await connectStdio(BIN, [], { env: env() });
     try {
-      const result = await connection.client.callTool({ name: 'github_get_issue', arguments: { repo: 'acme/api', number: 1 } });
+      const result = await connection.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: 1 },
+      });
       expect(result.structuredContent).toMatchObject({ issue: { title: 'Login fails with SSO' } });
-      const prompt = await connection.client.getPrompt({ name: 'github_summarise_backlog', arguments: { repo: 'acme/api' } });
+      const prompt = await connection.client.getPrompt({
+        name: 'github_summarise_backlog',
+        arguments: { repo: 'acme/api' },
+      });
       expect(prompt.messages).toHaveLength(1);
     } finally {
       await connection.close();
@@ -51,19 +50,31 @@ describe('the binary', () => {
   });
 
   it('exits 2 with a clear message when the token is rejected', async () => {
-    const server = await spawnServer(process.execPath, [BIN], { env: env({ GITHUB_TOKEN: 'ghp_revoked' }), waitForStart: false });
+    const server = await spawnServer(process.execPath, [BIN], {
+      env: env({ GITHUB_TOKEN: 'ghp_revoked' }),
+      waitForStart: false,
+    });
     expect(await server.exited()).toBe(2);
-    expect(server.logs.map((l) => l.raw ?? '').join('\n')).toContain('GITHUB_TOKEN: GitHub rejected the credentials (401)');
+    expect(server.logs.map((l) => l.raw ?? '').join('\n')).toContain(
+      'GITHUB_TOKEN: GitHub rejected the credentials (401)',
+    );
   });
 
   it('serves both eras over HTTP and passes the conformance scenarios that apply', async () => {
     const server = await spawnServer(process.execPath, [BIN], {
-      env: env({ GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', GATEHOUSE_ENABLE_WRITES: 'true' }),
+      env: env({
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_PORT: '0',
+        GATEHOUSE_ENABLE_WRITES: 'true',
+      }),
     });
     try {
       for (const era of ['legacy', 'modern'] as const) {
         const { client, close } = await connectHttp(server.url!, { era });
-        const listed = await client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api', per_page: 1 } });
+        const listed = await client.callTool({
+          name: 'github_list_issues',
+          arguments: { repo: 'acme/api', per_page: 1 },
+        });
         expect(listed.structuredContent).toMatchObject({ repo: 'acme/api' });
         const preview = await client.callTool({
           name: 'github_add_comment',
@@ -72,15 +83,18 @@ describe('the binary', () => {
         expect(preview.structuredContent).toMatchObject({ dry_run: true });
         await close();
       }
-      const url = new URL(server.url!.href);
-      url.hostname = 'localhost';
-      for (const scenario of ['server-initialize', 'ping', 'tools-list', 'resources-list', 'prompts-list', 'dns-rebinding-protection', 'caching', 'http-header-validation']) {
-        const result = await run(process.execPath, [conformanceBin, 'server', '--url', url.href, '--scenario', scenario, '--timeout', '20000'], {
-          timeout: 55_000,
-        }).catch((error: { stdout?: string }) => error);
-        const output = stripVTControlCharacters(result.stdout ?? '');
-        const passed = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(output);
-        expect(passed?.[3], `${scenario}\n${output}`).toBe('0');
+      for (const scenario of [
+        'server-initialize',
+        'ping',
+        'tools-list',
+        'resources-list',
+        'prompts-list',
+        'dns-rebinding-protection',
+        'caching',
+        'http-header-validation',
+      ]) {
+        const result = await runConformance(server.url!, { scenario }, 55_000);
+        expect(result.checks?.failed, `${scenario}\n${result.output}`).toBe(0);
       }
     } finally {
       await server.stop();

@@ -22,7 +22,8 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const json = (r: { contents: unknown[] }) => JSON.parse((r.contents[0] as { text: string }).text) as unknown;
+const json = (r: { contents: unknown[] }) =>
+  JSON.parse((r.contents[0] as { text: string }).text) as unknown;
 
 describe('resources', () => {
   it('offers labels, milestones and issue templates per repository', async () => {
@@ -33,13 +34,31 @@ describe('resources', () => {
       'github://{owner}/{repo}/milestones',
     ]);
     expect(json(await h.client.readResource({ uri: 'github://acme/api/milestones' }))).toEqual([
-      { number: 1, title: 'v1.0', state: 'open', due_on: '2025-06-30T07:00:00Z', open_issues: 2, closed_issues: 0, description: 'First release' },
-      { number: 2, title: 'v0.9', state: 'closed', due_on: null, open_issues: 0, closed_issues: 0, description: null },
+      {
+        number: 1,
+        title: 'v1.0',
+        state: 'open',
+        due_on: '2025-06-30T07:00:00Z',
+        open_issues: 2,
+        closed_issues: 0,
+        description: 'First release',
+      },
+      {
+        number: 2,
+        title: 'v0.9',
+        state: 'closed',
+        due_on: null,
+        open_issues: 0,
+        closed_issues: 0,
+        description: null,
+      },
     ]);
   });
 
   it('parses issue forms and markdown templates into the schema a new issue follows', async () => {
-    const templates = json(await modern.client.readResource({ uri: 'github://acme/api/issue-templates' }));
+    const templates = json(
+      await modern.client.readResource({ uri: 'github://acme/api/issue-templates' }),
+    );
     expect(templates).toMatchObject({
       repo: 'acme/api',
       blank_issues_enabled: false,
@@ -53,7 +72,13 @@ describe('resources', () => {
           fields: [
             { id: 'what-happened', type: 'textarea', label: 'What happened?', required: true },
             { id: 'version', type: 'input', label: 'Version', required: true },
-            { id: 'os', type: 'dropdown', label: 'Operating system', required: false, options: ['Linux', 'macOS', 'Windows'] },
+            {
+              id: 'os',
+              type: 'dropdown',
+              label: 'Operating system',
+              required: false,
+              options: ['Linux', 'macOS', 'Windows'],
+            },
           ],
         },
         {
@@ -68,11 +93,15 @@ describe('resources', () => {
       ],
     });
     // A repository without templates has an empty list.
-    expect(json(await h.client.readResource({ uri: 'github://acme/web/issue-templates' }))).toMatchObject({ templates: [] });
+    expect(
+      json(await h.client.readResource({ uri: 'github://acme/web/issue-templates' })),
+    ).toMatchObject({ templates: [] });
   });
 
   it('reports a broken template instead of failing', () => {
-    expect(() => parseTemplate('.github/ISSUE_TEMPLATE/x.yml', 'name: x\nbody: 3\n')).toThrow(/needs a body list/);
+    expect(() => parseTemplate('.github/ISSUE_TEMPLATE/x.yml', 'name: x\nbody: 3\n')).toThrow(
+      /needs a body list/,
+    );
   });
 });
 
@@ -92,14 +121,22 @@ describe('prompts', () => {
   });
 
   it('triages an issue with its labels and candidate duplicates embedded, content framed', async () => {
-    const prompt = await h.client.getPrompt({ name: 'github_triage_issue', arguments: { repo: 'acme/api', number: '1' } });
+    const prompt = await h.client.getPrompt({
+      name: 'github_triage_issue',
+      arguments: { repo: 'acme/api', number: '1' },
+    });
     const body = (prompt.messages[0]!.content as { text: string }).text;
     expect(body).toContain("bug — Something isn't working");
-    expect(body).toMatch(/<untrusted-data-[0-9a-f]{12} source="GitHub issue acme\/api#1 and search results">/);
+    expect(body).toMatch(
+      /<untrusted-data-[0-9a-f]{12} source="GitHub issue acme\/api#1 and search results">/,
+    );
     expect(body).toContain('acme/api#1 [open] Login fails with SSO');
     expect(body).toMatch(/CANDIDATE DUPLICATES\nacme\/api#6 \[open\] Improve SSO error messages/);
     await expect(
-      h.client.getPrompt({ name: 'github_triage_issue', arguments: { repo: 'acme/api', number: 'six' } }),
+      h.client.getPrompt({
+        name: 'github_triage_issue',
+        arguments: { repo: 'acme/api', number: 'six' },
+      }),
     ).rejects.toThrow(/number/);
   });
 
@@ -116,7 +153,10 @@ describe('prompts', () => {
   });
 
   it('summarises a backlog with the open issues embedded', async () => {
-    const prompt = await h.client.getPrompt({ name: 'github_summarise_backlog', arguments: { repo: 'acme/api', label: 'bug' } });
+    const prompt = await h.client.getPrompt({
+      name: 'github_summarise_backlog',
+      arguments: { repo: 'acme/api', label: 'bug' },
+    });
     const body = (prompt.messages[0]!.content as { text: string }).text;
     expect(body).toMatch(/open backlog of acme\/api \(label bug\): 15 issues/);
     expect(body).not.toContain('Crash on empty payload'); // closed

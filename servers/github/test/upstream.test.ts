@@ -5,7 +5,14 @@ import type { GitHubFake } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { GitHubConfigSchema } from '../src/config.ts';
 import { startGitHubServer } from '../src/server.ts';
-import { TOKEN, connectGitHub, expectValidResponses, fastThrottle, startFake, text } from './helpers.ts';
+import {
+  TOKEN,
+  connectGitHub,
+  expectValidResponses,
+  fastThrottle,
+  startFake,
+  text,
+} from './helpers.ts';
 import type { GitHubHarness } from './helpers.ts';
 
 // GitHub's rate limits and failures as the model sees them, the credential check at start,
@@ -24,22 +31,41 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const get = (number = 2) => h.client.callTool({ name: 'github_get_issue', arguments: { repo: 'acme/api', number, comments: false } });
+const get = (number = 2) =>
+  h.client.callTool({
+    name: 'github_get_issue',
+    arguments: { repo: 'acme/api', number, comments: false },
+  });
 
 describe('rate limits', () => {
   it('waits out a short secondary rate limit once, within the deadline', async () => {
-    fake.fail({ match: 'GET /repos/acme/api/issues/2', status: 403, rateLimit: 'secondary', retryAfter: 2 });
+    fake.fail({
+      match: 'GET /repos/acme/api/issues/2',
+      status: 403,
+      rateLimit: 'secondary',
+      retryAfter: 2,
+    });
     const result = await get();
     expect(result.isError).toBeFalsy();
     expect(h.logs()).toContain('GitHub secondary rate limit reached');
   });
 
   it('reports a limit that does not clear in time, with the wait', async () => {
-    fake.fail({ match: 'GET /repos/acme/api/issues/2', status: 403, rateLimit: 'secondary', retryAfter: 120 });
+    fake.fail({
+      match: 'GET /repos/acme/api/issues/2',
+      status: 403,
+      rateLimit: 'secondary',
+      retryAfter: 120,
+    });
     const secondary = await get();
     expect(secondary.isError).toBe(true);
     expect(text(secondary)).toBe('GitHub rate limit reached. Retry after 120s.');
-    fake.fail({ match: 'GET /repos/acme/api/issues/2', status: 403, rateLimit: 'primary', retryAfter: 900 });
+    fake.fail({
+      match: 'GET /repos/acme/api/issues/2',
+      status: 403,
+      rateLimit: 'primary',
+      retryAfter: 900,
+    });
     const primary = await get();
     expect(text(primary)).toMatch(/^GitHub rate limit reached\. Retry after (899|900)s\.$/);
     const record = h.records.filter((r) => r.event.action === 'tools/call').at(-1)!;
@@ -53,7 +79,9 @@ describe('failures', () => {
     expect((await get(3)).isError).toBeFalsy();
     fake.fail({ match: 'GET /repos/acme/api/issues/3', status: 503, times: 5 });
     const down = await get(3);
-    expect(text(down)).toBe('GitHub failed (503); this is not caused by your request. Try again later.');
+    expect(text(down)).toBe(
+      'GitHub failed (503); this is not caused by your request. Try again later.',
+    );
   });
 
   it('says GitHub is unreachable when nothing answers', async () => {
@@ -61,7 +89,10 @@ describe('failures', () => {
     const s = await connectGitHub(gone);
     await gone.close();
     try {
-      const result = await s.client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api' } });
+      const result = await s.client.callTool({
+        name: 'github_list_issues',
+        arguments: { repo: 'acme/api' },
+      });
       expect(result.isError).toBe(true);
       expect(text(result)).toMatch(/^GitHub failed \(50[03]\); this is not caused by your request/);
     } finally {
@@ -89,10 +120,13 @@ describe('the credential check at start', () => {
     });
 
   it('reports what the credentials reach', async () => {
-    const server = await startGitHubServer(config({ GITHUB_REPOS: 'acme/api,acme/web,acme/gone' }), {
-      logger,
-      throttle: fastThrottle(),
-    });
+    const server = await startGitHubServer(
+      config({ GITHUB_REPOS: 'acme/api,acme/web,acme/gone' }),
+      {
+        logger,
+        throttle: fastThrottle(),
+      },
+    );
     const report = await server.verify();
     expect(report).toMatchObject({
       identity: 'octo',
@@ -106,7 +140,9 @@ describe('the credential check at start', () => {
   });
 
   it('refuses to start with rejected credentials, naming the variable', async () => {
-    await expect(startGitHubServer(config({ GITHUB_TOKEN: 'ghp_wrong' }), { logger })).rejects.toMatchObject({
+    await expect(
+      startGitHubServer(config({ GITHUB_TOKEN: 'ghp_wrong' }), { logger }),
+    ).rejects.toMatchObject({
       name: 'ConfigError',
       problems: ['GITHUB_TOKEN: GitHub rejected the credentials (401)'],
     });
@@ -115,8 +151,15 @@ describe('the credential check at start', () => {
   it('needs exactly one way to authenticate', async () => {
     await expect(
       startGitHubServer(config({ GITHUB_APP_ID: '1' }), { logger }),
-    ).rejects.toMatchObject({ problems: [expect.stringMatching(/^GITHUB_TOKEN: set either a token or the GitHub App variables/)] });
-    const none = loadConfig(GitHubConfigSchema, { GITHUB_API_URL: fake.url, GITHUB_REPOS: 'acme/api' });
+    ).rejects.toMatchObject({
+      problems: [
+        expect.stringMatching(/^GITHUB_TOKEN: set either a token or the GitHub App variables/),
+      ],
+    });
+    const none = loadConfig(GitHubConfigSchema, {
+      GITHUB_API_URL: fake.url,
+      GITHUB_REPOS: 'acme/api',
+    });
     await expect(startGitHubServer(none, { logger })).rejects.toMatchObject({
       problems: [expect.stringMatching(/^GITHUB_TOKEN: required/)],
     });
@@ -124,16 +167,24 @@ describe('the credential check at start', () => {
 
   it('warns about over-broad classic token scopes', async () => {
     const classic = await startFake({
-      tokens: { ghp_classic: { login: 'octo', repos: '*', scopes: 'repo, delete_repo, admin:org' } },
+      tokens: {
+        ghp_classic: { login: 'octo', repos: '*', scopes: 'repo, delete_repo, admin:org' },
+      },
     });
     try {
       const server = await startGitHubServer(
-        loadConfig(GitHubConfigSchema, { GITHUB_TOKEN: 'ghp_classic', GITHUB_API_URL: classic.url, GITHUB_REPOS: 'acme/api' }),
+        loadConfig(GitHubConfigSchema, {
+          GITHUB_TOKEN: 'ghp_classic',
+          GITHUB_API_URL: classic.url,
+          GITHUB_REPOS: 'acme/api',
+        }),
         { logger },
       );
       const report = await server.verify();
       expect(report.scopes).toEqual(['repo', 'delete_repo', 'admin:org']);
-      expect(report.warnings[0]).toMatch(/scopes this server never needs \(delete_repo, admin:org\)/);
+      expect(report.warnings[0]).toMatch(
+        /scopes this server never needs \(delete_repo, admin:org\)/,
+      );
     } finally {
       await classic.close();
     }
@@ -150,7 +201,10 @@ describe('other deployments', () => {
     const s = await connectGitHub(ghes, { GITHUB_API_URL: ghes.url });
     try {
       expect(ghes.url).toMatch(/\/api\/v3$/);
-      const result = await s.client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api', per_page: 2 } });
+      const result = await s.client.callTool({
+        name: 'github_list_issues',
+        arguments: { repo: 'acme/api', per_page: 2 },
+      });
       expect((result.structuredContent as { next_cursor?: string }).next_cursor).toBeDefined();
       expect(ghes.requests.every((r) => r.includes(' /api/v3/'))).toBe(true);
     } finally {
@@ -178,9 +232,15 @@ describe('other deployments', () => {
       GATEHOUSE_ENABLE_WRITES: 'true',
     });
     try {
-      const result = await s.client.callTool({ name: 'github_get_issue', arguments: { repo: 'acme/web', number: 1 } });
+      const result = await s.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/web', number: 1 },
+      });
       expect(result.structuredContent).toMatchObject({ issue: { title: 'Dark mode' } });
-      const created = await s.client.callTool({ name: 'github_create_issue', arguments: { repo: 'acme/web', title: 'From the app' } });
+      const created = await s.client.callTool({
+        name: 'github_create_issue',
+        arguments: { repo: 'acme/web', title: 'From the app' },
+      });
       expect(created.isError).toBeFalsy();
       expect(appFake.repo('acme/web').issues.at(-1)!.user).toBe('gatehouse[bot]');
       expect(appFake.requests[0]).toBe('POST /app/installations/5/access_tokens');

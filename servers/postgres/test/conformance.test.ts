@@ -1,9 +1,5 @@
-import { execFile } from 'node:child_process';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { promisify, stripVTControlCharacters } from 'node:util';
-import { spawnServer } from '@gatehouse/testkit';
+import { runConformance, spawnServer } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { afterAll, beforeAll, expect, inject, it } from 'vitest';
 import { companyDatabase } from './helpers.ts';
@@ -13,12 +9,6 @@ import type { CompanyDatabase } from './helpers.ts';
 // over Streamable HTTP. The others call the "everything" fixture's own tools and prompts by name;
 // they run against packages/fixture (docs/conformance.md).
 
-const run = promisify(execFile);
-const require = createRequire(import.meta.url);
-const conformanceBin = join(
-  dirname(require.resolve('@modelcontextprotocol/conformance/package.json')),
-  'dist/index.js',
-);
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 const SCENARIOS = [
   'server-initialize',
@@ -52,17 +42,8 @@ afterAll(async () => {
 });
 
 it.each(SCENARIOS)('passes %s', { timeout: 60_000 }, async (scenario) => {
-  // The dns-rebinding scenario needs a localhost URL, not 127.0.0.1.
-  const url = new URL(server.url!.href);
-  url.hostname = 'localhost';
-  const result = await run(
-    process.execPath,
-    [conformanceBin, 'server', '--url', url.href, '--scenario', scenario, '--timeout', '20000'],
-    { timeout: 55_000, maxBuffer: 16 * 1024 * 1024 },
-  ).catch((error: { code?: number; stdout?: string; stderr?: string }) => error);
-  const output = stripVTControlCharacters(result.stdout ?? '');
-  const passed = /Passed: (\d+)\/(\d+), (\d+) failed/.exec(output);
-  expect(passed, output).not.toBeNull();
-  expect(Number(passed![3]), output).toBe(0);
-  expect(Number(passed![1]), output).toBeGreaterThan(0);
+  const result = await runConformance(server.url!, { scenario }, 55_000);
+  expect(result.checks, result.output).toBeDefined();
+  expect(result.checks!.failed, result.output).toBe(0);
+  expect(result.checks!.passed, result.output).toBeGreaterThan(0);
 });

@@ -9,7 +9,24 @@ import { buildSearchQuery } from '../search-query.js';
 import { viewIssues } from '../tools/common.js';
 import { repoCompleter } from './common.js';
 
-const STOPWORDS = new Set(['the', 'and', 'for', 'with', 'when', 'from', 'into', 'not', 'does', 'doesn', 'fails', 'error', 'issue', 'bug', 'add', 'fix']);
+const STOPWORDS = new Set([
+  'the',
+  'and',
+  'for',
+  'with',
+  'when',
+  'from',
+  'into',
+  'not',
+  'does',
+  'doesn',
+  'fails',
+  'error',
+  'issue',
+  'bug',
+  'add',
+  'fix',
+]);
 
 /** Prompt: triage one issue — labels, priority, duplicates — with the evidence embedded. */
 export function triageIssuePrompt(deps: GitHubDeps) {
@@ -73,12 +90,18 @@ export function triageIssuePrompt(deps: GitHubDeps) {
             hits.set(i.number, hit);
           }
         } catch (error) {
-          if (!(error instanceof ToolError)) deps.logger.debug({ err: error }, 'duplicate search failed');
+          if (!(error instanceof ToolError))
+            deps.logger.debug({ err: error }, 'duplicate search failed');
         }
       }
       const ranked = [...hits.values()].sort((a, b) => b.score - a.score).slice(0, 5);
       const duplicates = (
-        await viewIssues(deps, ctx, ranked.map((h) => h.issue), ['repo', 'number', 'title', 'state', 'labels'])
+        await viewIssues(
+          deps,
+          ctx,
+          ranked.map((h) => h.issue),
+          ['repo', 'number', 'title', 'state', 'labels'],
+        )
       ).map(issueLine);
       const labelList = labels.data
         .map((l) => `${l.name}${l.description ? ` — ${l.description}` : ''}`)

@@ -1,0 +1,136 @@
+// The GitHub server against @modelcontextprotocol/server-github@2025.4.8 (the reference, over
+// stdio), both pointed at the same loopback fake of the GitHub API (see bench/README.md).
+//   node bench/github.mjs   (after a build; `npm run bench:github` builds first)
+// Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
+import { readFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { connectStdio, githubSeed, startGitHubFake } from '@gatehouse/testkit';
+import { BENCH_ENV, median } from './servers.mjs';
+
+const COLD = Number(process.env.BENCH_COLD ?? 10);
+const CALLS = Number(process.env.BENCH_CALLS ?? 200);
+const TOKEN =
+  'github_pat_11BENCH0000000000000000000000000000000000000000000000000000000000000000000';
+const OURS = fileURLToPath(new URL('../servers/github/dist/index.js', import.meta.url));
+const REDIRECT = fileURLToPath(new URL('./github-redirect.mjs', import.meta.url));
+const referencePackage = createRequire(import.meta.url).resolve(
+  '@modelcontextprotocol/server-github/package.json',
+);
+const REFERENCE = join(
+  dirname(referencePackage),
+  JSON.parse(readFileSync(referencePackage, 'utf8')).bin['mcp-server-github'],
+);
+
+const p99 = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.99)];
+const ms = (n) => `${n.toFixed(2)} ms`;
+const now = () => performance.now();
+
+const fake = await startGitHubFake({
+  repos: githubSeed(),
+  tokens: { [TOKEN]: { login: 'octo', repos: '*' } },
+});
+const servers = {
+  gatehouse: {
+    connect: () =>
+      connectStdio(process.execPath, [OURS], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          GITHUB_TOKEN: TOKEN,
+          GITHUB_API_URL: fake.url,
+          GITHUB_REPOS: 'acme/api,acme/web',
+          ...BENCH_ENV,
+        },
+        stderr: 'ignore',
+      }),
+    get: (c) =>
+      c.callTool({ name: 'github_get_issue', arguments: { repo: 'acme/api', number: 1 } }),
+    list: (c) =>
+      c.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api', per_page: 30 } }),
+  },
+  reference: {
+    connect: () =>
+      connectStdio(process.execPath, ['--import', REDIRECT, REFERENCE], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN,
+          GATEHOUSE_BENCH_GITHUB_URL: fake.url,
+        },
+        stderr: 'ignore',
+      }),
+    get: (c) =>
+      c.callTool({ name: 'get_issue', arguments: { owner: 'acme', repo: 'api', issue_number: 1 } }),
+    list: (c) =>
+      c.callTool({ name: 'list_issues', arguments: { owner: 'acme', repo: 'api', per_page: 30 } }),
+  },
+};
+const check = (result, name) => {
+  if (result.isError) throw new Error(`${name}: ${JSON.stringify(result.content).slice(0, 300)}`);
+  return result;
+};
+
+process.stderr.write('cold starts…\n');
+const cold = { gatehouse: [], reference: [] };
+for (let i = 0; i < COLD; i++) {
+  for (const [name, s] of Object.entries(servers)) {
+    const start = now();
+    const c = await s.connect();
+    check(await s.get(c.client), name);
+    cold[name].push(now() - start);
+    await c.close();
+  }
+}
+
+process.stderr.write('warm latency…\n');
+const connections = {};
+for (const [name, s] of Object.entries(servers)) connections[name] = await s.connect();
+const latency = {};
+const sizes = {};
+for (const call of ['get', 'list']) {
+  latency[call] = { gatehouse: [], reference: [] };
+  for (let i = 0; i < CALLS + 20; i++) {
+    for (const [name, s] of Object.entries(servers)) {
+      const start = now();
+      const result = check(await s[call](connections[name].client), name);
+      if (i >= 20) latency[call][name].push(now() - start);
+      if (i === 0) {
+        const text = result.content.map((c) => c.text ?? '').join('\n');
+        sizes[`${call}/${name}`] = {
+          text: Buffer.byteLength(text),
+          whole: Buffer.byteLength(
+            JSON.stringify({
+              content: result.content,
+              structuredContent: result.structuredContent,
+            }),
+          ),
+        };
+      }
+    }
+  }
+}
+for (const c of Object.values(connections)) await c.close();
+await fake.close();
+
+const lines = [
+  `GitHub server benchmark — ${new Date().toISOString()}, node ${process.version}`,
+  '',
+  `cold start to first get-issue answer (${COLD} spawns each, median): gatehouse ${ms(median(cold.gatehouse))}, reference ${ms(median(cold.reference))}, ratio ${(median(cold.gatehouse) / median(cold.reference)).toFixed(2)}`,
+  '',
+  `warm stdio latency (${CALLS} calls each, interleaved):`,
+  ...Object.entries(latency).map(
+    ([call, l]) =>
+      `  ${call === 'get' ? 'get issue ' : 'list issues'} gatehouse median ${ms(median(l.gatehouse))} p99 ${ms(p99(l.gatehouse))} | reference median ${ms(median(l.reference))} p99 ${ms(p99(l.reference))} | ratio ${(median(l.gatehouse) / median(l.reference)).toFixed(2)}`,
+  ),
+  '',
+  'what the model gets (bytes): text content / whole result incl. structuredContent',
+  ...Object.entries(sizes).map(([k, v]) => `  ${k.padEnd(20)} ${v.text} / ${v.whole}`),
+  `  list issues, text: the reference sends ${(sizes['list/reference'].text / sizes['list/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's default`,
+];
+console.log(lines.join('\n'));
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+writeFileSync(
+  new URL('./results/github.json', import.meta.url),
+  JSON.stringify({ cold, latency, sizes }, null, 1),
+);
