@@ -56,32 +56,39 @@ export function getIssueTool(deps: GitHubDeps) {
     async handler(args, ctx) {
       const repo = allowedRepo(deps, args.repo);
       const name = `${repo.owner}/${repo.repo}`;
-      const { data } = await call(ctx, () =>
-        deps.github.rest.issues.get({
-          owner: repo.owner,
-          repo: repo.repo,
-          issue_number: args.number,
-          ...requestOptions(ctx),
-        }),
-      );
-      const issue = data as unknown as GitHubIssue;
+      const wantComments = args.comments !== false;
+      const query = { repo: name, number: args.number, per_page: args.comments_per_page };
+      const page = decodeCursor(args.comments_cursor, query);
+      // The issue and its first comments page are fetched at once (one round trip of latency).
+      const [issueResponse, commentsResponse] = await Promise.all([
+        call(ctx, () =>
+          deps.github.rest.issues.get({
+            owner: repo.owner,
+            repo: repo.repo,
+            issue_number: args.number,
+            ...requestOptions(ctx),
+          }),
+        ),
+        wantComments
+          ? call(ctx, () =>
+              deps.github.rest.issues.listComments({
+                owner: repo.owner,
+                repo: repo.repo,
+                issue_number: args.number,
+                per_page: args.comments_per_page ?? config.GITHUB_PAGE_SIZE,
+                page,
+                ...requestOptions(ctx),
+              }),
+            )
+          : undefined,
+      ]);
+      const issue = issueResponse.data as unknown as GitHubIssue;
       const [view] = await viewIssues(deps, ctx, [issue], args.fields ?? DETAIL_FIELDS);
       const comments: Array<z.infer<typeof CommentSchema>> = [];
       let next: string | undefined;
       let hiddenCount = 0;
-      if (args.comments !== false && issue.comments > 0) {
-        const query = { repo: name, number: args.number, per_page: args.comments_per_page };
-        const page = decodeCursor(args.comments_cursor, query);
-        const response = await call(ctx, () =>
-          deps.github.rest.issues.listComments({
-            owner: repo.owner,
-            repo: repo.repo,
-            issue_number: args.number,
-            per_page: args.comments_per_page ?? config.GITHUB_PAGE_SIZE,
-            page,
-            ...requestOptions(ctx),
-          }),
-        );
+      if (commentsResponse !== undefined) {
+        const response = commentsResponse;
         const trust =
           deps.trust === undefined
             ? undefined
