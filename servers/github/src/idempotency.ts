@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CallBounds, GitHub } from './client.js';
-import { call, requestOptions } from './client.js';
+import { call, githubError, requestOptions } from './client.js';
 import type { GitHubIssue } from './format.js';
 import type { RepoRef } from './scope.js';
 
@@ -80,4 +80,26 @@ export async function findComment(
   );
   const tag = marker(key);
   return data.find((c) => (c.body ?? '').includes(tag));
+}
+
+/**
+ * Posts once: returns what an earlier identical write made (`deduplicated: true`), else posts;
+ * when the post fails without an answer, looks again before reporting the failure.
+ */
+export async function postOnce<T>(
+  bounds: CallBounds,
+  find: () => Promise<T | undefined>,
+  post: () => Promise<T>,
+): Promise<{ value: T; deduplicated: boolean }> {
+  const earlier = await find();
+  if (earlier !== undefined) return { value: earlier, deduplicated: true };
+  try {
+    return { value: await post(), deduplicated: false };
+  } catch (error) {
+    if (!bounds.signal.aborted && ambiguous(error)) {
+      const made = await find().catch(() => undefined);
+      if (made !== undefined) return { value: made, deduplicated: true };
+    }
+    throw githubError(error, bounds.signal);
+  }
 }

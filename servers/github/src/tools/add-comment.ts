@@ -1,9 +1,9 @@
 import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
-import { githubError, requestOptions } from '../client.js';
+import { requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget } from '../deps.js';
-import { ambiguous, dedupeKey, findComment, withMarker } from '../idempotency.js';
+import { dedupeKey, findComment, postOnce, withMarker } from '../idempotency.js';
 import { RepoArg } from './common.js';
 
 /** `github_add_comment`: a comment on an issue, posted once. */
@@ -51,36 +51,27 @@ export function addCommentTool(deps: GitHubDeps) {
         body: args.body,
       });
       const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
-      const done = (
-        c: { id: number; html_url: string; created_at: string },
-        deduplicated: boolean,
-      ) => ({
+      const { value: c, deduplicated } = await postOnce(
+        ctx,
+        () => findComment(deps.github, ctx, repo, args.number, key, window),
+        async () =>
+          (
+            await deps.github.rest.issues.createComment({
+              owner: repo.owner,
+              repo: repo.repo,
+              issue_number: args.number,
+              body: withMarker(args.body, key),
+              ...requestOptions(ctx, { retries: 0 }),
+            })
+          ).data,
+      );
+      return {
         structured: {
           comment: { id: c.id, url: c.html_url, created_at: c.created_at },
           deduplicated,
         },
         text: `${deduplicated ? 'Already posted (same comment within the dedupe window)' : 'Commented'}: ${c.html_url}`,
-      });
-      const earlier = await findComment(deps.github, ctx, repo, args.number, key, window);
-      if (earlier !== undefined) return done(earlier, true);
-      try {
-        const { data } = await deps.github.rest.issues.createComment({
-          owner: repo.owner,
-          repo: repo.repo,
-          issue_number: args.number,
-          body: withMarker(args.body, key),
-          ...requestOptions(ctx, { retries: 0 }),
-        });
-        return done(data, false);
-      } catch (error) {
-        if (!ctx.signal.aborted && ambiguous(error)) {
-          const made = await findComment(deps.github, ctx, repo, args.number, key, window).catch(
-            () => undefined,
-          );
-          if (made !== undefined) return done(made, true);
-        }
-        throw githubError(error, ctx.signal);
-      }
+      };
     },
   });
 }

@@ -1,11 +1,11 @@
 import { ToolError, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
-import { githubError, requestOptions } from '../client.js';
+import { requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
 import { IssueViewSchema, projectIssue } from '../format.js';
-import { ambiguous, dedupeKey, findIssue, withMarker } from '../idempotency.js';
+import { dedupeKey, findIssue, postOnce, withMarker } from '../idempotency.js';
 import { findTemplate, formSkeleton, missingFormFields, readTemplates } from '../templates.js';
 import { LoginArg, RepoArg } from './common.js';
 
@@ -107,32 +107,26 @@ export function createIssueTool(deps: GitHubDeps) {
         ...request,
       });
       const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
-      const done = (issue: GitHubIssue, deduplicated: boolean) => {
-        const view = projectIssue(issue, CREATED_FIELDS);
-        return {
-          structured: { issue: view, deduplicated },
-          text: `${deduplicated ? 'Already created (same request within the dedupe window)' : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
-        };
+      const { value, deduplicated } = await postOnce(
+        ctx,
+        () => findIssue(deps.github, ctx, repo, key, window),
+        async () =>
+          (
+            await deps.github.rest.issues.create({
+              owner: repo.owner,
+              repo: repo.repo,
+              ...request,
+              body: withMarker(body, key),
+              // Never retried blindly: a retry after a lost answer could open a second issue.
+              ...requestOptions(ctx, { retries: 0 }),
+            })
+          ).data as unknown as GitHubIssue,
+      );
+      const view = projectIssue(value, CREATED_FIELDS);
+      return {
+        structured: { issue: view, deduplicated },
+        text: `${deduplicated ? 'Already created (same request within the dedupe window)' : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
       };
-      const earlier = await findIssue(deps.github, ctx, repo, key, window);
-      if (earlier !== undefined) return done(earlier, true);
-      try {
-        const { data } = await deps.github.rest.issues.create({
-          owner: repo.owner,
-          repo: repo.repo,
-          ...request,
-          body: withMarker(body, key),
-          // Never retried blindly: a retry after a lost answer could open a second issue.
-          ...requestOptions(ctx, { retries: 0 }),
-        });
-        return done(data, false);
-      } catch (error) {
-        if (!ctx.signal.aborted && ambiguous(error)) {
-          const made = await findIssue(deps.github, ctx, repo, key, window).catch(() => undefined);
-          if (made !== undefined) return done(made, true);
-        }
-        throw githubError(error, ctx.signal);
-      }
     },
   });
 }
