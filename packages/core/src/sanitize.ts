@@ -41,13 +41,41 @@ const BIDI = /[\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]/g;
 // Zero-width space, word joiner, BOM, invisible math operators, Mongolian vowel separator,
 // Hangul fillers, soft hyphen. (ZWJ and ZWNJ are handled in context below.)
 const ZERO_WIDTH = /[\u00ad\u115f\u1160\u180e\u200b\u2060-\u2064\u3164\ufeff\uffa0]/g;
-// Remaining format characters (\p{Cf}) not handled above, except the Arabic/Syriac marks
-// that are part of real text, joiners and tags (handled in context).
-const OTHER_FORMAT = /\p{Cf}/gu;
-const FORMAT_KEPT = /^[\u0600-\u0605\u06dd\u070f\u08e2\u200c-\u200d\u{e0001}-\u{e007f}]$/u;
-const keepFormat = (match: string): boolean => FORMAT_KEPT.test(match);
-// Tag characters are legitimate only inside an emoji tag sequence (subdivision flags).
-const TAG_SEQUENCE_OR_TAG = /\u{1f3f4}[\u{e0020}-\u{e007e}]+\u{e007f}|[\u{e0000}-\u{e007f}]/gu;
+// Remaining format characters (\p{Cf}) and default-ignorable code points (what Unicode says a
+// renderer shows as nothing) not handled above — Mongolian free variation selectors, the
+// combining grapheme joiner, Khmer inherent vowels, Egyptian hieroglyph format controls and
+// blanks among them — except the Arabic/Syriac marks that are part of real text, joiners and
+// tags (handled in context), and the few that are real only after their own script.
+const OTHER_FORMAT = /\p{Cf}|\p{Default_Ignorable_Code_Point}|[\u{13430}-\u{13455}]/gu;
+// (Joiners, variation selectors and tags still here were kept in context by earlier passes.)
+const FORMAT_KEPT =
+  /^(?:[\u0600-\u0605\u06dd\u070f\u08e2]|\u200c|\u200d|[\u{e0001}-\u{e007f}]|[\ufe00-\ufe0f]|[\u{e0100}-\u{e01ef}])$/u;
+// Mongolian free variation selectors after a Mongolian letter; the grapheme joiner between
+// letters or marks of a script that is not ASCII; Egyptian format controls and blanks between
+// hieroglyphs.
+const keepInScript = (match: string, offset: number, text: string): boolean => {
+  const previous = before(text, offset);
+  if (/^[\u180b-\u180d\u180f]$/.test(match)) return /^[\u1820-\u18aa]$/.test(previous);
+  if (match === '\u034f') {
+    return SCRIPT_LETTER.test(previous) && SCRIPT_LETTER.test(at(text, offset + match.length));
+  }
+  if (/^[\u{13430}-\u{13455}]$/u.test(match)) {
+    return (
+      /^[\u{13000}-\u{1342f}]$/u.test(previous) &&
+      /^[\u{13000}-\u{1342f}\u{13441}-\u{13446}]$/u.test(at(text, offset + match.length))
+    );
+  }
+  return false;
+};
+const keepFormat = (match: string, offset: number, text: string): boolean =>
+  FORMAT_KEPT.test(match) || keepInScript(match, offset, text);
+// A letter or mark of a script other than ASCII.
+const SCRIPT_LETTER = /^[^\p{ASCII}\p{Z}\p{P}\p{S}\p{C}]$/u;
+// Tag characters are legitimate only in an emoji tag sequence that is a valid subdivision flag
+// (UTS #51: a black flag, a two-letter region and one to four letters or digits, then CANCEL
+// TAG, all in tag characters): at most six hidden characters, never a sentence.
+const TAG_SEQUENCE_OR_TAG =
+  /\u{1f3f4}[\u{e0061}-\u{e007a}]{2}[\u{e0030}-\u{e0039}\u{e0061}-\u{e007a}]{1,4}\u{e007f}|[\u{e0000}-\u{e007f}]/gu;
 // Variation selectors: VS15/VS16 after an emoji or keycap base are real; everything else
 // (VS1–14, VS17–256 used to smuggle bytes, a VS with no base) is stray.
 const VARIATION = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/gu;
@@ -106,9 +134,10 @@ export interface Sanitized {
   flags: ReadonlySet<SanitizeFlag>;
 }
 
-// Fast path: printable ASCII with tab/newline and no '&' needs only the secret scrubber.
+// Fast path: printable ASCII with tab/newline and no '&' needs only the secret scrubber. (A
+// carriage return takes the slow path: alone, it lets text overwrite what a terminal shows.)
 // eslint-disable-next-line no-control-regex
-const PLAIN = /^[\u0009\u000a\u000d\u0020-\u0025\u0027-\u007e]*$/;
+const PLAIN = /^[\u0009\u000a\u0020-\u0025\u0027-\u007e]*$/;
 
 // Cheap probes: a pass runs only when its characters occur at all (most text has none).
 /* eslint-disable no-control-regex -- probes for the control characters the passes remove */
@@ -120,12 +149,13 @@ const HAS_ZERO_WIDTH = /[\u00ad\u115f\u1160\u180e\u200b\u2060-\u2064\u3164\ufeff
 const HAS_TAG = /[\u{e0000}-\u{e007f}]/u;
 const HAS_VARIATION = /[\ufe00-\ufe0f\u{e0100}-\u{e01ef}]/u;
 const HAS_JOINER = /[\u200c-\u200d]/;
-const HAS_FORMAT = /\p{Cf}/u;
+const HAS_FORMAT = /\p{Cf}|\p{Default_Ignorable_Code_Point}|[\u{13430}-\u{13455}]/u;
+const LONE_CR = /\r(?!\n)/g;
 
 // One probe for all of them: text with none of these characters needs no pass at all.
 /* eslint-disable no-control-regex -- the union of the probes above */
 const HAS_ANY =
-  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f\u00ad\u061c\u115f\u1160\u180e\u3164\uffa0]|\p{Cf}|[\u{e0000}-\u{e007f}]|[\ufe00-\ufe0f]|[\u{e0100}-\u{e01ef}]/u;
+  /[\u0000-\u0008\u000b\u000c\u000e-\u001f\u007f-\u009f]|\r(?!\n)|\p{Cf}|\p{Default_Ignorable_Code_Point}|[\u{13430}-\u{13455}]/u;
 /* eslint-enable no-control-regex */
 
 /** Removes the invisible and control characters of one pass; records what it found. */
@@ -151,6 +181,13 @@ function strip(input: string, flags: Set<SanitizeFlag>): string {
     if (removed) flags.add(flag);
   };
   pass(HAS_ESC, ANSI, 'ansi');
+  // A lone carriage return moves the cursor back over what a terminal already showed: it
+  // becomes a line break, so the text before it stays visible.
+  if (text.includes('\r')) {
+    const next = text.replace(LONE_CR, '\n');
+    if (next !== text) flags.add('control');
+    text = next;
+  }
   pass(HAS_CONTROL, CONTROL, 'control');
   pass(HAS_BIDI, BIDI, 'bidi');
   pass(HAS_ZERO_WIDTH, ZERO_WIDTH, 'zero_width');
@@ -193,15 +230,28 @@ function isBinaryField(parent: Record<string, unknown>, key: string): boolean {
   return key === 'blob' || (key === 'data' && (parent.type === 'image' || parent.type === 'audio'));
 }
 
-/** Sanitises every string inside a JSON-like value (structured content, messages). */
+/**
+ * Sanitises every string inside a JSON-like value (structured content, messages): values and
+ * object keys alike, since a key is text the model reads too. A key that only differs from an
+ * earlier one by what was removed keeps a visible suffix instead of overwriting it.
+ */
 export function sanitizeDeep<T>(value: T, flags: Set<SanitizeFlag>): T {
   if (typeof value === 'string') return sanitizeText(value, flags).text as T;
   if (Array.isArray(value)) return value.map((v: unknown) => sanitizeDeep(v, flags)) as T;
   if (value !== null && typeof value === 'object') {
     const parent = value as Record<string, unknown>;
     const out: Record<string, unknown> = {};
-    for (const [k, v] of Object.entries(parent))
-      out[k] = isBinaryField(parent, k) ? v : sanitizeDeep(v, flags);
+    for (const [k, v] of Object.entries(parent)) {
+      let key = sanitizeText(k, flags).text;
+      for (let n = 2; Object.hasOwn(out, key); n++) key = `${sanitizeText(k).text}~${n}`;
+      // defineProperty: a key named __proto__ stays a key instead of replacing the prototype.
+      Object.defineProperty(out, key, {
+        value: isBinaryField(parent, k) ? v : sanitizeDeep(v, flags),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
+    }
     return out as T;
   }
   return value;
