@@ -25,7 +25,9 @@ Filters: --from T --to T (ISO 8601, or 30m/24h/7d ago), --principal ID, --tool N
          --server NAME, --outcome success|failure|<reason>, --target PATTERN (* wildcard),
          --action METHOD, --all (include lifecycle and checkpoint records)
 Files are read as streams in chain order (rotated files may be given in any order).
-verify exits 0 when intact, 1 when damaged, 2 on a usage or read error.`;
+verify and report exit 0 when intact, 1 when damaged, 2 on a usage or read error.
+report always shows lifecycle and security events (start, stop, crash, refused starts,
+security overrides); a damaged log is reported whole, with the damage marked where it is.`;
 
 const options = {
   key: { type: 'string', multiple: true },
@@ -49,6 +51,8 @@ const options = {
 
 class UsageError extends Error {}
 
+const CALLS = new Set(['tools/call', 'resources/read', 'prompts/get']);
+
 async function write(out: Writable, text: string): Promise<void> {
   if (!out.write(text)) await once(out, 'drain');
 }
@@ -68,6 +72,11 @@ function describe(report: VerifyReport): string {
       : []),
     ...(report.checkpoints.total === 0 || signed === 0
       ? ['warning: no signed checkpoints; the chain proves order and completeness, not authorship']
+      : []),
+    ...(report.lastSigned !== undefined && report.lastSigned.unsignedAfter > 0
+      ? [
+          `warning: the last signed checkpoint covers seq ${report.lastSigned.seq}; the ${report.lastSigned.unsignedAfter} record(s) after it are covered by no signature`,
+        ]
       : []),
     ...(report.openTail > 0
       ? [`open tail: ${report.openTail} record(s) after the last checkpoint`]
@@ -152,11 +161,22 @@ export async function main(
     if (command === 'report') {
       if (!values.out) throw new UsageError('report needs --out FILE.html');
       const builder = new ReportBuilder();
+      // Lifecycle and security events (start, stop, crash, refusals, overrides) belong in
+      // every report: only the time and server filters apply to them.
+      const lifecycle = matcher({
+        all: true,
+        ...(filter.from === undefined ? {} : { from: filter.from }),
+        ...(filter.to === undefined ? {} : { to: filter.to }),
+        ...(filter.server === undefined ? {} : { server: filter.server }),
+      });
       const integrity = await verifyLines(readLines(positionals), {
         keys,
         allowOpenTail: values['allow-open-tail'] === true,
+        // A damaged log is reported whole, the damage marked where it is.
+        continueAfterDamage: true,
+        onDamage: (damage) => builder.markDamage(damage),
         onRecord: (r) => {
-          if (keep(r)) builder.add(r);
+          if (CALLS.has(r.event.action) ? keep(r) : lifecycle(r)) builder.add(r);
         },
       });
       writeFileSync(
@@ -171,7 +191,7 @@ export async function main(
         out,
         `${values.out}: ${builder.calls} calls; ${describe(integrity).split('\n')[0]}\n`,
       );
-      return 0;
+      return integrity.intact ? 0 : 1;
     }
 
     if (command === 'query' || command === 'export') {

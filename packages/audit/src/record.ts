@@ -6,7 +6,7 @@
  */
 
 /** Bumped on any incompatible change of the record shape. */
-export const AUDIT_SCHEMA_VERSION = '1.0.0';
+export const AUDIT_SCHEMA_VERSION = '1.1.0';
 
 /** Why an attempt ended the way it did. */
 export type OutcomeReason =
@@ -27,7 +27,9 @@ export type AuditAction =
   | 'tools/call'
   | 'resources/read'
   | 'prompts/get'
+  | 'completion/complete'
   | 'gatehouse/start'
+  | 'gatehouse/start_refused'
   | 'gatehouse/stop'
   | 'gatehouse/config_refused'
   | 'gatehouse/auth_failure'
@@ -79,6 +81,7 @@ export interface AuditRecord {
       | 'stopped'
       | 'checkpoint'
       | 'config_invalid'
+      | 'start_refused'
       | 'auth_failed'
       | 'security_override';
     start?: string;

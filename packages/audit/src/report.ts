@@ -1,10 +1,11 @@
 import type { AuditRecord } from './record.js';
-import type { VerifyReport } from './verify.js';
+import type { Damage, VerifyReport } from './verify.js';
 
 const CALLS = new Set(['tools/call', 'resources/read', 'prompts/get']);
 const MAX_KEYS = 50_000;
 const RECENT_FAILURES = 100;
 const RECENT_WRITES = 500;
+const RECENT_LIFECYCLE = 200;
 
 const escape = (value: string | number | undefined): string =>
   String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
@@ -49,6 +50,38 @@ interface Row {
   target: string;
   reason: string;
   detail: string;
+  /** Read after the integrity damage: not verified. */
+  unverified?: boolean;
+  /** Not a record: the place where the damage is. */
+  damage?: Damage;
+}
+
+/** What a lifecycle record says, in a line: the setting overridden, the crash, the refusal. */
+function lifecycleDetail(r: AuditRecord): string {
+  const g = r.gatehouse ?? {};
+  // Values of the record as text (JSON for anything that is not a string).
+  const t = (key: string): string => {
+    const value = g[key];
+    return value === undefined ? '' : typeof value === 'string' ? value : JSON.stringify(value);
+  };
+  switch (r.event.action) {
+    case 'gatehouse/security_override':
+      return `SECURITY CHECK OVERRIDDEN by ${t('setting')}${g.findings === undefined ? '' : `: ${t('findings')}`}`;
+    case 'gatehouse/stop':
+      return r.event.outcome === 'failure'
+        ? `crashed${g.error === undefined ? '' : ` (${t('error')})`}`
+        : `stopped (${t('reason')}${g.drained === false ? ', calls cut at the drain deadline' : ''})`;
+    case 'gatehouse/config_refused':
+      return `refused to start: ${Array.isArray(g.problems) ? g.problems.join('; ') : t('problems')}`;
+    case 'gatehouse/start_refused':
+      return `refused to start: ${t('reason')}`;
+    case 'gatehouse/auth_failure':
+      return `authentication failed: ${t('description')}`;
+    case 'gatehouse/start':
+      return `started${g.url === undefined ? '' : ` at ${t('url')}`}`;
+    default:
+      return '';
+  }
 }
 
 const rowOf = (r: AuditRecord): Row => ({
@@ -78,12 +111,44 @@ export class ReportBuilder {
   readonly #failures = new Recent<Row>(RECENT_FAILURES);
   readonly #writes = new Recent<Row>(RECENT_WRITES);
   readonly #lifecycle = new Counter();
+  readonly #events = new Recent<Row>(RECENT_LIFECYCLE);
+  #overrides = 0;
   #from: string | undefined;
   #to: string | undefined;
+  #damage: Damage | undefined;
+  /** Records read after the damage (shown, marked, not verified). */
+  unverified = 0;
+
+  /** Marks the place of the integrity damage: the tables show it there, the records after it are flagged. */
+  markDamage(damage: Damage): void {
+    this.#damage = damage;
+    const marker: Row = {
+      time: '',
+      principal: '',
+      action: '',
+      name: '',
+      target: '',
+      reason: damage.kind,
+      detail: damage.message,
+      damage,
+    };
+    this.#failures.push(marker);
+    this.#writes.push(marker);
+    this.#events.push(marker);
+  }
 
   add(r: AuditRecord): void {
+    if (r.event.action === 'audit/checkpoint') return;
+    const unverified = this.#damage !== undefined;
+    if (unverified) this.unverified++;
+    const row = (): Row => ({ ...rowOf(r), ...(unverified ? { unverified } : {}) });
     if (!CALLS.has(r.event.action)) {
-      if (r.event.action !== 'audit/checkpoint') this.#lifecycle.add(r.event.action);
+      // Lifecycle and security events: in every report, whatever the filters.
+      this.#lifecycle.add(r.event.action);
+      if (r.event.action === 'gatehouse/security_override') this.#overrides++;
+      if (r.event.action !== 'gatehouse/auth_failure' || this.#events.items.length < 50) {
+        this.#events.push({ ...row(), detail: lifecycleDetail(r) });
+      }
       return;
     }
     this.calls++;
@@ -103,9 +168,9 @@ export class ReportBuilder {
     this.#servers.add(r.service.name);
     if (!ok) {
       this.failures++;
-      this.#failures.push(rowOf(r));
+      this.#failures.push(row());
     }
-    if (r.tool?.access === 'write' && r.event.reason !== 'denied') this.#writes.push(rowOf(r));
+    if (r.tool?.access === 'write' && r.event.reason !== 'denied') this.#writes.push(row());
   }
 
   /** Renders the self-contained HTML page (no scripts, no external requests). */
@@ -128,7 +193,17 @@ export class ReportBuilder {
           : '';
     const banner = integrity.intact
       ? `<section class="banner ${proven ? 'ok' : 'warn'}" data-integrity="intact"><h2>Integrity: intact${proven ? ', signatures verified' : ''}</h2><p>${integrity.records} records in ${integrity.chains} chain(s); ${checkpoints.total} checkpoints, ${checkpoints.signed} signed, <strong>${checkpoints.verified} signature(s) verified</strong>.${caveat}${integrity.openTail > 0 ? ` ${integrity.openTail} record(s) after the last checkpoint (open tail accepted).` : ''}${integrity.startsAtSeq === undefined ? '' : ` The input starts mid-chain at seq ${integrity.startsAtSeq}.`}</p></section>`
-      : `<section class="banner bad" data-integrity="damaged"><h2>Integrity: DAMAGED — ${escape(integrity.damage?.kind)}</h2><p>First bad record: <code>${escape(integrity.damage?.file)}:${integrity.damage?.line}</code>${integrity.damage?.seq === undefined ? '' : ` (seq ${integrity.damage.seq})`} — ${escape(integrity.damage?.message)}. The figures below cover the ${integrity.records} records before it.</p></section>`;
+      : `<section class="banner bad" data-integrity="damaged"><h2>Integrity: DAMAGED — ${escape(integrity.damage?.kind)}</h2><p>First bad record: <code>${escape(integrity.damage?.file)}:${integrity.damage?.line}</code>${integrity.damage?.seq === undefined ? '' : ` (seq ${integrity.damage.seq})`} — ${escape(integrity.damage?.message)}. The figures below cover the whole log: the ${integrity.records} records before the damage are verified, the <strong data-unverified="${this.unverified}">${this.unverified}</strong> from it on are not (marked <em>unverified</em> in the tables, the damage shown where it is).</p></section>`;
+    const unsigned =
+      integrity.intact &&
+      integrity.lastSigned !== undefined &&
+      integrity.lastSigned.unsignedAfter > 0
+        ? `<section class="banner warn" data-integrity="unsigned-tail"><h2>The end of the log is not signed</h2><p>The last signed checkpoint covers seq ${integrity.lastSigned.seq}; the <strong>${integrity.lastSigned.unsignedAfter}</strong> record(s) after it are covered by no signature.</p></section>`
+        : '';
+    const overrides =
+      this.#overrides > 0
+        ? `<section class="banner bad" data-overrides="${this.#overrides}"><h2>Security checks overridden: ${this.#overrides}</h2><p>A server ran with a safety check turned off by configuration; see "Lifecycle and security events" below.</p></section>`
+        : '';
     return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
@@ -147,17 +222,21 @@ table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;
 td.n{text-align:right;font-variant-numeric:tabular-nums;width:70px}
 .bar{background:#4a7bd0;height:10px;border-radius:2px} .bar.f{background:#c0392b}
 .wrap{word-break:break-all}
+tr.damage td{background:#fdecec;color:#8e1e12;font-weight:600} tr.unverified td{color:#8a6d3b}
 svg text{font-size:10px;fill:#5b6475}
 </style></head><body>
 <h1>${escape(title)}</h1>
 <div class="meta">Generated ${escape((options.generatedAt ?? new Date()).toISOString())} from ${options.sources.map((s) => `<code>${escape(s)}</code>`).join(', ')}${this.#from ? ` · calls from ${escape(this.#from)} to ${escape(this.#to)}` : ''}</div>
 ${banner}
+${unsigned}
+${overrides}
 <div class="kpis">
 <div class="kpi"><b data-kpi="calls">${this.calls}</b>calls</div>
 <div class="kpi"><b data-kpi="failures">${this.failures}</b>failed</div>
 <div class="kpi"><b data-kpi="denied">${reasons.find(([r]) => r === 'denied')?.[1] ?? 0}</b>denied</div>
 <div class="kpi"><b data-kpi="writes">${this.#writes.total}</b>write actions</div>
 <div class="kpi"><b data-kpi="principals">${this.#principals.size}</b>principals</div>
+<div class="kpi"><b data-kpi="overrides">${this.#overrides}</b>security overrides</div>
 </div>
 <h3>Calls over time</h3>
 ${this.#timeChart()}
@@ -171,8 +250,9 @@ ${this.#timeChart()}
 ${this.#rows(this.#failures.items, 'failures')}</details>
 <details open><summary><h3>Write actions (latest ${this.#writes.items.length} of ${this.#writes.total})</h3></summary>
 ${this.#rows(this.#writes.items, 'writes')}</details>
-<h3>Lifecycle</h3>
+<h3>Lifecycle and security events (latest ${this.#events.items.length} of ${this.#events.total})</h3>
 ${this.#barTable(this.#lifecycle.top(10), 'lifecycle')}
+${this.#rows(this.#events.items, 'lifecycle-events')}
 </body></html>
 `;
   }
@@ -229,9 +309,10 @@ ${this.#barTable(this.#lifecycle.top(10), 'lifecycle')}
       ...rows,
     ]
       .reverse()
-      .map(
-        (r) =>
-          `<tr><td>${escape(r.time)}</td><td>${escape(r.principal)}</td><td class="wrap">${escape(r.action)} ${escape(r.name)}</td><td class="wrap">${escape(r.target)}</td><td>${escape(r.reason)}</td><td class="wrap">${escape(r.detail.slice(0, 300))}</td></tr>`,
+      .map((r) =>
+        r.damage !== undefined
+          ? `<tr class="damage" data-damage="${escape(r.damage.kind)}"><td colspan="6">⚠ Integrity damage here (${escape(r.damage.kind)}) at <code>${escape(r.damage.file)}:${r.damage.line}</code>: ${escape(r.damage.message)}. Rows above this line are not verified.</td></tr>`
+          : `<tr${r.unverified ? ' class="unverified" data-unverified="true"' : ''}><td>${escape(r.time)}${r.unverified ? ' <em>unverified</em>' : ''}</td><td>${escape(r.principal)}</td><td class="wrap">${escape(r.action)} ${escape(r.name)}</td><td class="wrap">${escape(r.target)}</td><td>${escape(r.reason)}</td><td class="wrap">${escape(r.detail.slice(0, 300))}</td></tr>`,
       )
       .join('')}</table>`;
   }

@@ -19,6 +19,7 @@ const reasons = [
   'stopped',
   'checkpoint',
   'config_invalid',
+  'start_refused',
   'auth_failed',
   'security_override',
 ];
@@ -61,7 +62,9 @@ export const auditRecordSchema = {
             'tools/call',
             'resources/read',
             'prompts/get',
+            'completion/complete',
             'gatehouse/start',
+            'gatehouse/start_refused',
             'gatehouse/stop',
             'gatehouse/config_refused',
             'gatehouse/auth_failure',

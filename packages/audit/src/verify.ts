@@ -13,7 +13,8 @@ export type DamageKind =
   | 'reordered'
   | 'truncated'
   | 'bad_signature'
-  | 'untrusted_key';
+  | 'untrusted_key'
+  | 'unsigned_checkpoint';
 
 /** The first problem found, named by file, line and seq. */
 export interface Damage {
@@ -33,6 +34,11 @@ export interface VerifyReport {
   checkpoints: { total: number; signed: number; verified: number };
   /** Records after the last checkpoint (accepted only with `allowOpenTail`). */
   openTail: number;
+  /**
+   * The last record a verified (or, without keys, present) signature covers, and how many
+   * records come after it: what no signature vouches for. Absent when nothing is signed.
+   */
+  lastSigned?: { seq: number; unsignedAfter: number };
   /** Lines that are not audit records (log lines on a shared stream). */
   foreignLines: number;
   /** The seq the first chain starts at when the input begins mid-chain (older files not given). */
@@ -50,6 +56,12 @@ export interface VerifyOptions {
   allowOpenTail?: boolean;
   /** Called with every record in order (report and query reuse the single pass). */
   onRecord?: (record: AuditRecord) => void;
+  /**
+   * Keep reading after the first damage: `onDamage` is called where it is, and every later
+   * record still goes to `onRecord` (a report shows the whole log, the damage marked in place).
+   */
+  continueAfterDamage?: boolean;
+  onDamage?: (damage: Damage) => void;
 }
 
 /** Loads trusted public keys (PEM files) keyed by their key id. */
@@ -64,6 +76,9 @@ export function loadPublicKeys(paths: readonly string[]): Map<string, KeyObject>
 
 const LOOKAHEAD = 64;
 
+/** The records a chain may end with (then its closing checkpoint): a stop, or a refused start. */
+const TERMINAL = new Set(['gatehouse/stop', 'gatehouse/start_refused', 'gatehouse/config_refused']);
+
 type Located = Line & { record: AuditRecord };
 
 /**
@@ -75,7 +90,8 @@ type Located = Line & { record: AuditRecord };
  * - reordered: genuine records are out of order;
  * - truncated: a chain does not end with a stop record and its closing checkpoint (its tail
  *   was cut — or the writer still runs or crashed), or the last line is torn;
- * - bad_signature / untrusted_key: a checkpoint signature fails, or its key is not trusted.
+ * - bad_signature / untrusted_key: a checkpoint signature fails, or its key is not trusted;
+ * - unsigned_checkpoint: trusted keys were given and a checkpoint carries no signature.
  */
 export async function verifyLines(
   lines: AsyncIterable<Line>,
@@ -91,9 +107,12 @@ export async function verifyLines(
     first: undefined,
     last: undefined,
   };
+  let damaged = false;
   const fail = (damage: Damage): VerifyReport => {
     report.intact = false;
     report.damage = damage;
+    damaged = true;
+    options.onDamage?.(damage);
     return report;
   };
   const iterator = lines[Symbol.asyncIterator]();
@@ -122,16 +141,24 @@ export async function verifyLines(
         : 'the chain ends at a periodic checkpoint, not at a stop record and its closing checkpoint: its end may have been cut (or the writer is still running or crashed: --allow-open-tail accepts that)',
   });
 
+  let signedSeq: number | undefined;
+  let recordsAfterSigned = 0;
+
   for (;;) {
     await fill();
     const current = window.shift();
     if (current === undefined) break;
+    if (damaged) {
+      // Past the damage nothing is verified any more; the records still reach the report.
+      if (current.record !== undefined) options.onRecord?.(current.record);
+      continue;
+    }
     if (current.foreign) {
       report.foreignLines++;
       continue;
     }
     if (current.unparseable) {
-      return fail({
+      fail({
         kind: current.unparseable === 'torn' ? 'truncated' : 'modified',
         file: current.file,
         line: current.line,
@@ -140,39 +167,63 @@ export async function verifyLines(
             ? 'the last line is cut short (torn write or truncated file)'
             : 'the line is not a JSON record any more',
       });
+      if (options.continueAfterDamage) continue;
+      return report;
     }
     const item = current as Located;
     const { record } = item;
     const { seq } = record.audit;
     const where = { file: item.file, line: item.line, seq };
+    const broken = (damage: Damage): void => {
+      fail(damage);
+      if (options.continueAfterDamage) options.onRecord?.(record);
+    };
     if (recordHash(record) !== record.audit.hash) {
-      return fail({
+      broken({
         kind: 'modified',
         ...where,
         message: 'the record does not match its hash (its content was changed)',
       });
+      if (options.continueAfterDamage) continue;
+      return report;
     }
 
     if (prev === undefined || (record.audit.prev_hash === null && seq === 0)) {
       // The start of a chain: a genesis record, or input that begins mid-chain.
-      if (prev !== undefined && !closed && !options.allowOpenTail) return fail(notClosed(prev));
+      if (prev !== undefined && !closed && !options.allowOpenTail) {
+        broken(notClosed(prev));
+        if (options.continueAfterDamage) continue;
+        return report;
+      }
       if (prev === undefined && record.audit.prev_hash !== null) report.startsAtSeq = seq;
       report.chains++;
     } else if (
       record.audit.prev_hash !== prev.record.audit.hash ||
       seq !== prev.record.audit.seq + 1
     ) {
-      return fail(classifyBreak(item, prev, window, seen));
+      broken(classifyBreak(item, prev, window, seen));
+      if (options.continueAfterDamage) continue;
+      return report;
     }
 
     if (record.event.action === 'audit/checkpoint') {
       const problem = checkCheckpoint(record, prev, options.keys, report);
-      if (problem) return fail({ ...problem, ...where });
-      closed = prev?.record.event.action === 'gatehouse/stop';
+      if (problem) {
+        broken({ ...problem, ...where });
+        if (options.continueAfterDamage) continue;
+        return report;
+      }
+      closed = TERMINAL.has(prev?.record.event.action ?? '');
       sinceCheckpoint = 0;
+      // (With trusted keys, a signed checkpoint that got here was verified.)
+      if (record.audit.checkpoint?.algorithm === 'ed25519') {
+        signedSeq = seq;
+        recordsAfterSigned = 0;
+      } else if (signedSeq !== undefined) recordsAfterSigned++;
     } else {
       closed = false;
       sinceCheckpoint++;
+      if (signedSeq !== undefined) recordsAfterSigned++;
     }
     seen.add(record.audit.hash);
     report.records++;
@@ -182,6 +233,10 @@ export async function verifyLines(
     prev = item;
   }
 
+  if (signedSeq !== undefined) {
+    report.lastSigned = { seq: signedSeq, unsignedAfter: recordsAfterSigned };
+  }
+  if (damaged) return report;
   report.openTail = sinceCheckpoint;
   if (prev !== undefined && !closed && !options.allowOpenTail) return fail(notClosed(prev));
   return report;
@@ -266,7 +321,16 @@ function checkCheckpoint(
   ) {
     return { kind: 'modified', message: 'the checkpoint does not cover the record before it' };
   }
-  if (checkpoint.algorithm !== 'ed25519') return undefined;
+  if (checkpoint.algorithm !== 'ed25519') {
+    // With trusted keys, every checkpoint must carry one of their signatures: an unsigned one
+    // is a downgrade (a cut log re-closed without the key), not an older kind of log.
+    if (keys === undefined || keys.size === 0) return undefined;
+    return {
+      kind: 'unsigned_checkpoint',
+      message:
+        'the checkpoint is not signed, but trusted keys were given: every checkpoint of a signed log must be signed (the log may have been cut and re-closed without the key)',
+    };
+  }
   report.checkpoints.signed++;
   if (keys === undefined || keys.size === 0) return undefined;
   const key = checkpoint.key_id === undefined ? undefined : keys.get(checkpoint.key_id);

@@ -4,7 +4,18 @@ import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch } from './browser.js';
-import { cli, keyPair, readJsonLines, tempDir, writeJsonLines, writeLog } from './helpers.js';
+import { randomUUID } from 'node:crypto';
+import { AuditLog, fileSink } from '../src/index.js';
+import {
+  SERVICE,
+  callEntry,
+  cli,
+  keyPair,
+  readJsonLines,
+  tempDir,
+  writeJsonLines,
+  writeLog,
+} from './helpers.js';
 
 let browser: Browser;
 beforeAll(async () => {
@@ -77,19 +88,76 @@ describe('gatehouse-audit report in headless Chromium', () => {
     await page.close();
   });
 
-  it('puts damage on top, naming the first bad record', async () => {
+  it('puts damage on top, shows the whole log with the damage where it is, and exits 1', async () => {
     const path = writeLog({ calls: 30 });
     const records = readJsonLines(path);
     records[12]!.user!.id = 'mallory';
     writeJsonLines(path, records);
     const html = join(tempDir(), 'damaged.html');
-    expect((await cli('report', '--out', html, path)).code).toBe(0);
+    expect((await cli('report', '--out', html, path)).code).toBe(1);
     const { page, requests } = await open(html);
     expect(await page.getAttribute('[data-integrity]', 'data-integrity')).toBe('damaged');
     const banner = await page.textContent('[data-integrity]');
     expect(banner).toContain('DAMAGED — modified');
     expect(banner).toContain(`${path}:13`);
+    // Every call is counted, not only those before the damage.
+    expect(await page.textContent('[data-kpi="calls"]')).toBe('30');
+    // The records from the damaged one on: start, 30 calls and stop, less the start and the
+    // ten calls before it (checkpoints are not counted).
+    expect(await page.getAttribute('[data-unverified]', 'data-unverified')).toBe('21');
+    // The damage sits in the tables where it is; rows below it (later) are marked.
+    const failures = await page.$$eval('[data-table="failures"] tr', (rows) =>
+      rows.slice(1).map((r) => (r.classList.contains('damage') ? 'DAMAGE' : r.className)),
+    );
+    const at = failures.indexOf('DAMAGE');
+    expect(at).toBeGreaterThan(0);
+    expect(failures.slice(0, at).every((c) => c === 'unverified')).toBe(true);
+    expect(failures.slice(at + 1).every((c) => c === '')).toBe(true);
     expect(requests).toEqual([]);
+    await page.close();
+  });
+
+  it('shows lifecycle and security events in every report, whatever the filters', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.jsonl');
+    const log = new AuditLog({
+      sinks: [fileSink({ path, maxBytes: 1 << 30, daily: false })],
+      service: SERVICE,
+    });
+    const event = (action: string, reason: string, outcome: 'success' | 'failure') => ({
+      id: randomUUID(),
+      kind: 'event' as const,
+      category: ['process' as const],
+      type: ['info' as const],
+      action: action as 'gatehouse/start',
+      outcome,
+      reason: reason as 'started',
+    });
+    const at = new Date(Date.UTC(2026, 10, 29, 8, 0)).toISOString();
+    log.append({ '@timestamp': at, event: event('gatehouse/start', 'started', 'success') });
+    log.append({
+      '@timestamp': at,
+      event: event('gatehouse/security_override', 'security_override', 'success'),
+      gatehouse: { setting: 'POSTGRES_ALLOW_PRIVILEGED_ROLE', findings: ['is a superuser'] },
+    });
+    for (let i = 0; i < 5; i++) log.append(callEntry(i));
+    log.append({
+      '@timestamp': at,
+      event: event('gatehouse/stop', 'internal_error', 'failure'),
+      gatehouse: { reason: 'crash', error: 'TypeError' },
+    });
+    log.close();
+    const html = join(dir, 'report.html');
+    // A filter that matches no call: the events are still there.
+    expect((await cli('report', '--out', html, '--principal', 'nobody', path)).code).toBe(0);
+    const { page } = await open(html);
+    expect(await page.textContent('[data-kpi="calls"]')).toBe('0');
+    expect(await page.textContent('[data-kpi="overrides"]')).toBe('1');
+    expect(await page.getAttribute('[data-overrides]', 'data-overrides')).toBe('1');
+    const events = await page.textContent('[data-table="lifecycle-events"]');
+    expect(events).toContain('SECURITY CHECK OVERRIDDEN by POSTGRES_ALLOW_PRIVILEGED_ROLE');
+    expect(events).toContain('crashed (TypeError)');
+    expect(events).toContain('started');
     await page.close();
   });
 });

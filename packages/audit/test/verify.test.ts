@@ -168,6 +168,49 @@ describe('each kind of damage is detected and named', () => {
     expect(report.damage).toMatchObject({ kind: 'bad_signature', seq: 17 });
   });
 
+  /** A signed log cut after `keep` records, re-closed with a forged stop and an unsigned checkpoint. */
+  const reclosedUnsigned = (keep: number) => (rs: any[]) => {
+    const kept = rs.slice(0, keep);
+    const stop = structuredClone(rs.at(-2));
+    stop.audit.seq = keep;
+    stop.audit.prev_hash = kept[keep - 1].audit.hash;
+    rehash(stop);
+    const closing = structuredClone(rs.at(-1));
+    closing.audit.seq = keep + 1;
+    closing.audit.prev_hash = stop.audit.hash;
+    closing.audit.checkpoint = {
+      covers: { seq: keep, hash: stop.audit.hash },
+      algorithm: 'none',
+      time: closing.audit.checkpoint.time,
+      records: 2,
+    };
+    rehash(closing);
+    return [...kept, stop, closing];
+  };
+
+  it('unsigned_checkpoint: a signed log cut and re-closed without the key (a downgrade)', async () => {
+    // Cut right after the second signed checkpoint (seq 21), then a forged stop and closing.
+    const { code, report } = await tamper(reclosedUnsigned(22));
+    expect(code).toBe(1);
+    expect(report.damage).toMatchObject({ kind: 'unsigned_checkpoint', seq: 23 });
+    // Without keys the signatures cannot be checked, but the unsigned end is said plainly.
+    const { privatePem } = keyPair();
+    const path = writeLog({ calls: 25, signerPem: privatePem });
+    writeJsonLines(path, reclosedUnsigned(22)(readJsonLines(path)));
+    const unkeyed = await cli('verify', path);
+    expect(unkeyed.code).toBe(0);
+    expect(unkeyed.out).toContain(
+      'warning: the last signed checkpoint covers seq 21; the 2 record(s) after it are covered by no signature',
+    );
+  });
+
+  it('unsigned_checkpoint: a whole log rewritten with unsigned checkpoints', async () => {
+    const forged = writeLog({ calls: 25 });
+    const { code, report } = await tamper(() => readJsonLines(forged));
+    expect(code).toBe(1);
+    expect(report.damage).toMatchObject({ kind: 'unsigned_checkpoint', seq: 10 });
+  });
+
   it('accepts an open tail only when asked (a log still being written)', async () => {
     const path = writeLog();
     writeJsonLines(path, readJsonLines(path).slice(0, 15));
