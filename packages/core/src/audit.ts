@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AuditLog, fdSink, fileSink, findChainEnd, loadSigner } from '@gatehouse/audit';
-import type { AuditEntry, LineSink } from '@gatehouse/audit';
+import type { AuditAction, AuditEntry, LineSink } from '@gatehouse/audit';
 import type { BaseConfig } from './config.js';
 import type { Principal } from './principal.js';
 import { scrubSecrets } from './secrets.js';
@@ -116,6 +116,7 @@ type LifecycleAction =
   | 'gatehouse/start'
   | 'gatehouse/stop'
   | 'gatehouse/config_refused'
+  | 'gatehouse/start_refused'
   | 'gatehouse/auth_failure'
   | 'gatehouse/security_override';
 
@@ -139,6 +140,13 @@ function lifecycleEvent(action: LifecycleAction, failed: boolean): EventFields {
         category: ['configuration'],
         type: ['error'],
         reason: 'config_invalid',
+        outcome: 'failure',
+      };
+    case 'gatehouse/start_refused':
+      return {
+        category: ['process'],
+        type: ['start', 'error'],
+        reason: 'start_refused',
         outcome: 'failure',
       };
     case 'gatehouse/auth_failure':
@@ -189,24 +197,33 @@ export function lifecycleEntry(
 }
 
 /**
- * The record of a `tools/call` refused at the HTTP layer for a missing scope (403
- * insufficient_scope): the call never reached the pipeline, so its record is written here.
+ * The record of a request refused at the HTTP layer for a missing scope (403
+ * insufficient_scope) — a tool call, a resource read, a prompt get, a completion: it never
+ * reached the pipeline, so its record is written here.
  */
 export function scopeDeniedEntry(
   principal: Principal,
-  tool: { name: string; access: 'read' | 'write'; readOnly: boolean; hash: string },
+  request: {
+    method: Extract<
+      AuditAction,
+      'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete'
+    >;
+    name: string;
+    tool?: { name: string; access: 'read' | 'write'; readOnly: boolean; hash: string };
+  },
   scope: string,
   peer: { sourceIp: string | undefined; userAgent: string | undefined },
 ): AuditEntry {
   const now = new Date().toISOString();
+  const { tool } = request;
   return {
     '@timestamp': now,
     event: {
       id: randomUUID(),
       kind: 'event',
       category: ['api'],
-      type: [tool.access === 'write' ? 'change' : 'access', 'denied'],
-      action: 'tools/call',
+      type: [tool?.access === 'write' ? 'change' : 'access', 'denied'],
+      action: request.method,
       outcome: 'failure',
       reason: 'denied',
       start: now,
@@ -221,13 +238,17 @@ export function scopeDeniedEntry(
     ...(peer.userAgent === undefined
       ? {}
       : { user_agent: { original: auditMessage(peer.userAgent).slice(0, 512) } }),
-    mcp: { transport: 'http', name: tool.name },
-    tool: {
-      name: tool.name,
-      definition_hash: tool.hash,
-      access: tool.access,
-      read_only: tool.readOnly,
-    },
+    mcp: { transport: 'http', name: auditMessage(request.name).slice(0, 512) },
+    ...(tool === undefined
+      ? {}
+      : {
+          tool: {
+            name: tool.name,
+            definition_hash: tool.hash,
+            access: tool.access,
+            read_only: tool.readOnly,
+          },
+        }),
     policy: { decision: 'deny', rule: 'scope' },
     error: { type: 'InsufficientScope', message: `the principal lacks the scope ${scope}` },
   };

@@ -144,6 +144,20 @@ export async function createAuthenticator(
         clockTolerance: config.GATEHOUSE_OAUTH_CLOCK_SKEW_S,
         requiredClaims: ['exp', 'sub'],
       });
+      // The subject becomes the principal id in every audit record: a non-empty string of
+      // printable characters, or the token is refused.
+      if (
+        typeof payload.sub !== 'string' ||
+        !/^[^\p{C}]{1,256}$/u.test(payload.sub) ||
+        payload.sub.trim() === ''
+      ) {
+        return {
+          ok: false,
+          status: 401,
+          error: 'invalid_token',
+          description: 'the token has no usable subject (sub must be a non-empty string)',
+        };
+      }
       const raw = payload.scope ?? payload.scp;
       const scopes = Array.isArray(raw)
         ? raw.filter((s): s is string => typeof s === 'string')
@@ -153,7 +167,7 @@ export async function createAuthenticator(
       return {
         ok: true,
         principal: {
-          id: payload.sub!,
+          id: payload.sub,
           authMethod: 'oauth',
           scopes,
           credentialId:

@@ -3,6 +3,7 @@ import { isIP } from 'node:net';
 import { loadSigner } from '@gatehouse/audit';
 import * as z from 'zod';
 import { ConfigError } from './errors.js';
+import { registerSecretValues } from './secrets.js';
 
 /**
  * Configuration (DESIGN §3): one zod object whose keys are the environment variable names, so
@@ -332,6 +333,8 @@ export function loadConfig<S extends z.ZodObject>(
       problems.push(`${key}: ${message}`);
     }
   }
+  // Whatever happens next, the values of secrets never leave the process in clear.
+  registerSecretValues(Object.fromEntries([...secrets].map((key) => [key, input[key]])));
   if (problems.length > 0) throw new ConfigError(problems);
   const config = (result as { data: z.output<S> }).data;
   const base = config as unknown as BaseConfig;

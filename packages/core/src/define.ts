@@ -176,6 +176,8 @@ export interface StaticResourceDefinition {
   description?: string;
   mimeType?: string;
   target?: string;
+  /** The scope a principal needs to list and read it (default: the server's read scope). */
+  scope?: string;
   read: (ctx: RequestContext) => Promise<ResourceBody>;
 }
 
@@ -193,6 +195,8 @@ export interface TemplateResourceDefinition {
   ) => Promise<Array<Omit<Resource, 'mimeType'> & { mimeType?: string }>>;
   /** Completion per template variable. */
   complete?: Readonly<Record<string, Completer>>;
+  /** The scope a principal needs to list, read and complete it (default: the server's read scope). */
+  scope?: string;
   target?: (variables: Readonly<Record<string, string>>) => string | undefined;
   /** Reads one resource; `undefined` means it does not exist (a not-found error). */
   read: (
@@ -227,6 +231,8 @@ export interface PromptDefinition<
   title: string;
   description: string;
   arguments?: A;
+  /** The scope a principal needs to list, get and complete it (default: the server's read scope). */
+  scope?: string;
   handler(
     args: { [K in keyof A]: A[K]['required'] extends true ? string : string | undefined },
     ctx: RequestContext,
@@ -256,6 +262,11 @@ export interface ServerDefinition {
   title?: string;
   instructions?: string;
   tools: readonly ToolDefinition[];
+  /**
+   * The scope resources, resource templates, prompts and completions need unless they name their
+   * own (default: `<prefix>:read`, the prefix of the tool names — `postgres:read`).
+   */
+  readScope?: string;
   resources?: readonly ResourceDefinition[];
   prompts?: readonly PromptDefinition[];
   /** Declare the MCP logging capability (deprecated in 2026-07-28; off by default). */

@@ -10,11 +10,29 @@
 
 /** A failure the model can recover from; `message` is shown to the model verbatim (sanitised). */
 export class ToolError extends Error {
-  override readonly name = 'ToolError';
+  override readonly name: string = 'ToolError';
   readonly code: string;
   constructor(message: string, options: { code?: string; cause?: unknown } = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.code = options.code ?? 'tool_error';
+  }
+}
+
+/**
+ * A refusal by a policy layer of a server (a SQL rule, a repository or schema allow-list, a
+ * failed role check): shown to the model like a {@link ToolError}, audited as `denied` with
+ * `rule` — a security reviewer's first question is what was blocked, and by which rule.
+ */
+export class PolicyError extends ToolError {
+  override readonly name: string = 'PolicyError';
+  /** The rule that refused, stable for the audit trail (`sql:function_volatile`, `repo_allow_list`). */
+  readonly rule: string;
+  constructor(rule: string, message: string, options: { code?: string; cause?: unknown } = {}) {
+    super(message, {
+      code: options.code ?? 'denied',
+      ...(options.cause === undefined ? {} : { cause: options.cause }),
+    });
+    this.rule = rule;
   }
 }
 

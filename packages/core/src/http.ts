@@ -3,17 +3,34 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import type { AddressInfo } from 'node:net';
 import {
   createMcpHandler,
+  isJSONRPCRequest,
   localhostAllowedHostnames,
   validateHostHeader,
 } from '@modelcontextprotocol/server';
-import type { AuthInfo, McpServerFactory } from '@modelcontextprotocol/server';
+import type { AuthInfo, JSONRPCMessage, McpServerFactory } from '@modelcontextprotocol/server';
 import type { AuthOutcome, Authenticator } from './auth.js';
 import { isLoopbackHost } from './config.js';
+import {
+  RPC,
+  inspectMessage,
+  inspectText,
+  nestsDeeperThan,
+  rpcError as rpcErrorResponse,
+} from './jsonrpc.js';
 import { hasScope } from './policy.js';
 import { ANONYMOUS } from './principal.js';
 import type { Principal } from './principal.js';
 import type { ReadyResult } from './define.js';
 import type { Logger } from './logger.js';
+
+/** What a request needs before the pipeline runs it: the scope, and what it names. */
+export interface ScopeNeed {
+  /** The method that needs it. */
+  readonly method: 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
+  /** The tool, resource URI or prompt the request names. */
+  readonly name: string;
+  readonly scope: string;
+}
 
 /** Options of {@link startHttpServer}. */
 export interface HttpServerOptions {
@@ -31,14 +48,21 @@ export interface HttpServerOptions {
   ready?: () => Promise<ReadyResult>;
   /** Bearer authentication; absent means `none` (loopback only). */
   authenticator?: Authenticator;
-  /** The scope a `tools/call` of this tool needs, when the tool exists and is enabled. */
-  toolScope?: (name: string) => string | undefined;
+  /**
+   * The scope one request needs (a tool call, a resource read, a prompt get, a completion), when
+   * what it names exists and is enabled; checked for every request of the body before anything
+   * runs, so a missing scope is an HTTP 403 the client can step up from.
+   */
+  requiredScope?: (
+    method: string,
+    params: Record<string, unknown> | undefined,
+  ) => ScopeNeed | undefined;
   /** MCP requests served at once; beyond it, 429 with Retry-After. */
   maxInflight?: number;
   /** Audits a refused authentication (never with the credential). */
   onAuthFailure?: (outcome: Extract<AuthOutcome, { ok: false }>, peer: Peer) => void;
-  /** Audits a call refused for a missing scope. */
-  onScopeDenied?: (principal: Principal, tool: string, scope: string, peer: Peer) => void;
+  /** Audits a request refused for a missing scope. */
+  onScopeDenied?: (principal: Principal, need: ScopeNeed, peer: Peer) => void;
 }
 
 /** Who is on the other end of a request, for the audit trail. */
@@ -97,6 +121,114 @@ function rpcError(message: string): unknown {
   return { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
 }
 
+function tooLarge(limit: number): unknown {
+  return rpcError(`Payload Too Large: request body must not exceed ${limit} bytes`);
+}
+
+/** The methods of the Streamable HTTP transport; anything else (TRACE, PUT…) is a 405. */
+const MCP_METHODS = new Set(['GET', 'POST', 'DELETE']);
+
+/** Headers that must appear at most once in a request. */
+const SINGLE_HEADERS = new Set([
+  'host',
+  'authorization',
+  'origin',
+  'content-type',
+  'content-length',
+  'mcp-method',
+  'mcp-name',
+  'mcp-protocol-version',
+  'mcp-session-id',
+]);
+
+/** The first header of {@link SINGLE_HEADERS} that a request repeats. */
+function repeatedHeader(raw: readonly string[]): string | undefined {
+  const seen = new Set<string>();
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i]!.toLowerCase();
+    if (!SINGLE_HEADERS.has(name)) continue;
+    if (seen.has(name)) return name;
+    seen.add(name);
+  }
+  return undefined;
+}
+
+type Request = { method: string; params?: Record<string, unknown> };
+
+/**
+ * Checks a POST body as JSON-RPC (depth, JSON, framing, the MCP message schema — one message
+ * or each message of a batch) and returns it parsed with the requests it carries; or the 400
+ * answer: one error per request with its id, id null for what cannot be read.
+ */
+function checkBody(
+  text: string,
+):
+  | { ok: true; body: unknown; requests: Request[] }
+  | { ok: false; reply: unknown; problem: string } {
+  if (nestsDeeperThan(text) || !text.trimStart().startsWith('[')) {
+    const single = inspectText(text);
+    if (!single.ok) {
+      return {
+        ok: false,
+        problem: single.problem,
+        reply: single.reply ?? rpcErrorResponse(null, RPC.invalidRequest, single.problem),
+      };
+    }
+    return { ok: true, body: single.message, requests: requestsOf([single.message]) };
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    const problem = 'Parse error: the message is not valid JSON';
+    return { ok: false, problem, reply: rpcErrorResponse(null, RPC.parseError, problem) };
+  }
+  const batch = value as unknown[];
+  if (batch.length === 0) {
+    const problem = 'Invalid Request: an empty batch';
+    return { ok: false, problem, reply: rpcErrorResponse(null, RPC.invalidRequest, problem) };
+  }
+  const inspected = batch.map((m) => (Array.isArray(m) ? undefined : inspectMessage(m)));
+  const bad = inspected.findIndex((i) => i === undefined || !i.ok);
+  if (bad === -1) {
+    const messages = inspected.map((i) => (i as { message: JSONRPCMessage }).message);
+    return { ok: true, body: messages, requests: requestsOf(messages) };
+  }
+  // One answer per request of the refused batch: its own error, or why the batch was refused.
+  const problem = `Invalid Request: message ${bad + 1} of the batch is not valid${
+    inspected[bad] === undefined
+      ? ' (a nested batch)'
+      : `: ${(inspected[bad] as { problem: string }).problem}`
+  }`;
+  const replies = batch.flatMap((m, i) => {
+    const own = inspected[i];
+    if (own !== undefined && !own.ok) return own.reply === undefined ? [] : [own.reply];
+    const id = (m as { id?: unknown } | null)?.id;
+    const isRequest =
+      typeof m === 'object' &&
+      m !== null &&
+      !Array.isArray(m) &&
+      'id' in m &&
+      !('result' in m) &&
+      !('error' in m);
+    return isRequest && (typeof id === 'string' || Number.isSafeInteger(id))
+      ? [rpcErrorResponse(id as string | number, RPC.invalidRequest, problem)]
+      : [];
+  });
+  return {
+    ok: false,
+    problem,
+    reply: replies.length > 0 ? replies : rpcErrorResponse(null, RPC.invalidRequest, problem),
+  };
+}
+
+function requestsOf(messages: readonly JSONRPCMessage[]): Request[] {
+  return messages.filter(isJSONRPCRequest).map((m) => ({
+    method: m.method,
+    ...(m.params === undefined ? {} : { params: m.params }),
+  }));
+}
+
 const LOCAL_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
 
 /** Decides whether a browser Origin may call the endpoint. A missing Origin (non-browser) passes. */
@@ -145,37 +277,58 @@ export async function startHttpServer(
   let inflight = 0;
   let idleWaiter: (() => void) | undefined;
 
+  const refuse = (res: ServerResponse, status: number, body: unknown, headers = {}): void => {
+    res.shouldKeepAlive = false;
+    sendJson(res, status, body, { connection: 'close', ...headers });
+  };
+
   const serveMcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // 1. Only the methods of the Streamable HTTP transport reach the SDK.
+    if (!MCP_METHODS.has(req.method ?? '')) {
+      refuse(res, 405, rpcError(`Method Not Allowed: use ${[...MCP_METHODS].join(', ')}`), {
+        allow: [...MCP_METHODS].join(', '),
+      });
+      req.resume();
+      return;
+    }
+    // 2. A header that decides who is calling or what is called appears once: with two, a proxy
+    //    and this server could each act on a different one.
+    const repeated = repeatedHeader(req.rawHeaders);
+    if (repeated !== undefined) {
+      refuse(res, 400, rpcError(`Bad Request: the ${repeated} header appears more than once`));
+      req.resume();
+      return;
+    }
+    // 3. DNS rebinding: the Host and the browser Origin must be ours.
     const host = validateHostHeader(req.headers.host, allowedHosts);
     if (!host.ok) {
       logger.warn({ host: req.headers.host?.slice(0, 256) }, 'rejected Host header');
-      sendJson(res, 403, rpcError(`Forbidden: ${host.message}`));
+      refuse(res, 403, rpcError(`Forbidden: ${host.message}`));
+      req.resume();
       return;
     }
     if (!originAllowed(req.headers.origin, options.allowedOrigins, loopback)) {
       logger.warn({ origin: req.headers.origin?.slice(0, 256) }, 'rejected Origin header');
-      sendJson(res, 403, rpcError('Forbidden: Origin not allowed'));
-      return;
-    }
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > options.maxBodyBytes) {
-      sendJson(
-        res,
-        413,
-        rpcError(`Payload Too Large: request body must not exceed ${options.maxBodyBytes} bytes`),
-        { connection: 'close' },
-      );
+      refuse(res, 403, rpcError('Forbidden: Origin not allowed'));
       req.resume();
       return;
     }
-    if (draining) {
-      res.shouldKeepAlive = false;
-      sendJson(res, 503, rpcError('Service Unavailable: the server is shutting down'), {
-        'retry-after': '1',
-        connection: 'close',
-      });
+    // 4. The declared body size, before reading anything.
+    const declared = Number(req.headers['content-length'] ?? 0);
+    if (declared > options.maxBodyBytes) {
+      refuse(res, 413, tooLarge(options.maxBodyBytes));
+      req.resume();
       return;
     }
+    // 5. Draining: new requests go to another replica.
+    if (draining) {
+      refuse(res, 503, rpcError('Service Unavailable: the server is shutting down'), {
+        'retry-after': '1',
+      });
+      req.resume();
+      return;
+    }
+    // 6. Who is calling.
     const peer: Peer = { sourceIp: req.socket.remoteAddress, userAgent: req.headers['user-agent'] };
     let principal: Principal = ANONYMOUS;
     if (options.authenticator !== undefined) {
@@ -198,76 +351,67 @@ export async function startHttpServer(
       }
       principal = outcome.principal;
     }
-    if (inflight >= (options.maxInflight ?? Number.POSITIVE_INFINITY)) {
-      sendJson(res, 429, rpcError('Too Many Requests: the server is at capacity'), {
-        'retry-after': '1',
-      });
-      req.resume();
-      return;
-    }
-    // Read the body here (bounded) to check a tool's scope before anything runs: a missing scope
-    // is an HTTP 403 insufficient_scope the client can step up from.
+    // 7. The body, read here (bounded) and checked as JSON-RPC before the SDK sees it: what it
+    //    asks for decides the scope check and whether it counts as in flight — never a header.
     let body: unknown;
+    let requests: ReadonlyArray<{ method: string; params?: Record<string, unknown> }> = [];
     if (req.method === 'POST') {
       const raw = await readBody(req, options.maxBodyBytes);
       if (raw === undefined) {
-        sendJson(
-          res,
-          413,
-          rpcError(`Payload Too Large: request body must not exceed ${options.maxBodyBytes} bytes`),
-          {
-            connection: 'close',
-          },
-        );
+        refuse(res, 413, tooLarge(options.maxBodyBytes));
         return;
       }
-      try {
-        body = JSON.parse(raw.toString('utf8'));
-      } catch {
-        sendJson(res, 400, {
-          jsonrpc: '2.0',
-          error: { code: -32700, message: 'Parse error: Invalid JSON' },
-          id: null,
+      const checked = checkBody(raw.toString('utf8'));
+      if (!checked.ok) {
+        logger.debug({ problem: checked.problem }, 'refused a malformed message');
+        sendJson(res, 400, checked.reply);
+        return;
+      }
+      body = checked.body;
+      requests = checked.requests;
+    }
+    // 8. Scopes, for every request in the body (a batch included).
+    for (const request of requests) {
+      const need = options.requiredScope?.(request.method, request.params);
+      if (need === undefined || hasScope(principal, need.scope)) continue;
+      options.onScopeDenied?.(principal, need, peer);
+      const outcome = {
+        ok: false as const,
+        status: 403 as const,
+        error: 'insufficient_scope' as const,
+        description: `${need.method === 'tools/call' ? '' : `${need.method} `}${need.name} needs the scope ${need.scope}`,
+        scope: need.scope,
+      };
+      sendJson(
+        res,
+        403,
+        { error: outcome.error, error_description: outcome.description, scope: need.scope },
+        {
+          'www-authenticate':
+            options.authenticator?.challenge(outcome) ??
+            `Bearer error="insufficient_scope", scope="${need.scope}"`,
+        },
+      );
+      return;
+    }
+    // 9. The global in-flight cap. A subscriptions/listen stream lives until the client leaves;
+    //    it neither holds up a drain nor takes a slot. (Decided from the body, not Mcp-Method.)
+    const counted = requests.some((r) => r.method !== 'subscriptions/listen');
+    if (counted) {
+      if (inflight >= (options.maxInflight ?? Number.POSITIVE_INFINITY)) {
+        sendJson(res, 429, rpcError('Too Many Requests: the server is at capacity'), {
+          'retry-after': '1',
         });
         return;
       }
-      const call = body as { method?: unknown; params?: { name?: unknown } } | null;
-      if (call?.method === 'tools/call' && typeof call.params?.name === 'string') {
-        const scope = options.toolScope?.(call.params.name);
-        if (scope !== undefined && !hasScope(principal, scope)) {
-          options.onScopeDenied?.(principal, call.params.name, scope, peer);
-          const outcome = {
-            ok: false as const,
-            status: 403 as const,
-            error: 'insufficient_scope' as const,
-            description: `${call.params.name} needs the scope ${scope}`,
-            scope,
-          };
-          sendJson(
-            res,
-            403,
-            { error: outcome.error, error_description: outcome.description, scope },
-            {
-              'www-authenticate':
-                options.authenticator?.challenge(outcome) ??
-                `Bearer error="insufficient_scope", scope="${scope}"`,
-            },
-          );
-          return;
-        }
-      }
-    }
-    // A subscriptions/listen stream lives until the client leaves; it does not hold up a drain.
-    const counted = req.headers['mcp-method'] !== 'subscriptions/listen';
-    if (counted) {
       inflight++;
       res.once('close', () => {
         inflight--;
         if (inflight === 0) idleWaiter?.();
       });
     }
-    // The SDK passes `auth` through to handlers untouched: the principal travels in it, and the
-    // peer address for the audit trail. The token itself never does.
+    // 10. The SDK. It passes `auth` through to handlers untouched: the principal travels in it,
+    //     and the peer address for the audit trail. The token itself never does.
     const withAuth = req as IncomingMessage & { auth?: AuthInfo };
     withAuth.auth = {
       token: '',
@@ -279,7 +423,13 @@ export async function startHttpServer(
   };
 
   const server = createServer((req, res) => {
-    const url = new URL(req.url ?? '/', 'http://localhost');
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://localhost');
+    } catch {
+      sendJson(res, 400, { error: 'bad request target' });
+      return;
+    }
     const probe = (run: () => void | Promise<void>): void => {
       if (req.method !== 'GET' && req.method !== 'HEAD') {
         sendJson(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' });

@@ -59,7 +59,7 @@ export type {
   ToolDefinition,
   ToolHandlerResult,
 } from './define.js';
-export { ConfigError, ToolError, UpstreamError } from './errors.js';
+export { ConfigError, PolicyError, ToolError, UpstreamError } from './errors.js';
 export type { UpstreamErrorOptions } from './errors.js';
 export { originAllowed, startHttpServer } from './http.js';
 export type { HttpServerOptions, Peer, RunningHttpServer } from './http.js';
@@ -83,7 +83,7 @@ export type { RetryOptions } from './retry.js';
 export { EXIT, createRuntime, runServer } from './run.js';
 export type { RunServerOptions, RunningServer } from './run.js';
 export { frameUntrusted, sanitizeDeep, sanitizeText, truncateText } from './sanitize.js';
-export { scrubSecrets } from './secrets.js';
+export { MIN_SECRET_LENGTH, registerSecretValues, scrubSecrets } from './secrets.js';
 export type { SanitizeFlag, Sanitized } from './sanitize.js';
 export {
   CancelledError,

@@ -1,5 +1,6 @@
 import { pino } from 'pino';
 import type { DestinationStream, Logger as PinoLogger, LevelWithSilent } from 'pino';
+import { scrubSecrets } from './secrets.js';
 
 /** The structured logger every part of a server uses (pino). */
 export type Logger = PinoLogger;
@@ -48,7 +49,7 @@ export interface LoggerOptions {
 
 /**
  * Creates the pino logger: JSON lines on stderr (stdout belongs to the protocol on stdio),
- * credential fields redacted. The stderr writer is synchronous: a log line is on its way
+ * credential fields redacted, secret values scrubbed from every line. The stderr writer is synchronous: a log line is on its way
  * before the call that produced it returns, so a crash or signal never loses the tail.
  */
 export function createLogger(options: LoggerOptions = {}): Logger {
@@ -60,6 +61,9 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
+      // The last word on every line: configured secret values and known token formats are
+      // replaced wherever they sit (an upstream error echoing a token, a URL in a stack trace).
+      hooks: { streamWrite: (line) => scrubSecrets(line).text },
     },
     options.destination ?? pino.destination({ dest: options.dest ?? 2, sync: true }),
   );

@@ -1,5 +1,5 @@
 import type { BaseConfig } from './config.js';
-import type { ToolDefinition } from './define.js';
+import type { ServerDefinition, ToolDefinition } from './define.js';
 import type { Principal } from './principal.js';
 
 /** A policy verdict; `rule` names the setting that decided, for the audit trail and the error. */
@@ -15,6 +15,11 @@ export type Decision =
 export interface Policy {
   /** Is this tool enabled, and does the principal hold its scope? Used by tools/list and tools/call alike. */
   toolVisible(tool: ToolDefinition, principal: Principal): Decision;
+  /**
+   * Does the principal hold this scope? Resources, resource templates, prompts and completions
+   * are listed, read, got and completed only when it does (the same call decides both).
+   */
+  scopeAllowed(scope: string, principal: Principal): Decision;
   /** Is this target inside the allow-list? (Allowed when no pattern covers its kind.) */
   targetAllowed(target: string): Decision;
 }
@@ -22,6 +27,20 @@ export interface Policy {
 /** The scope a tool needs: its own, or `<prefix>:<access>` from its name (`postgres_query` → `postgres:read`). */
 export function toolScope(tool: Pick<ToolDefinition, 'name' | 'scope' | 'access'>): string {
   return tool.scope ?? `${tool.name.split(/[_.-]/)[0]}:${tool.access}`;
+}
+
+/**
+ * The scope of a server's resources, prompts and completions unless they name their own: the
+ * definition's `readScope`, else `<prefix>:read` from its tool names (`postgres:read`).
+ */
+export function readScope(
+  definition: Pick<ServerDefinition, 'name' | 'tools' | 'readScope'>,
+): string {
+  if (definition.readScope !== undefined) return definition.readScope;
+  const first = definition.tools[0];
+  const prefix =
+    first === undefined ? definition.name.replace(/^gatehouse-/, '') : first.name.split(/[_.-]/)[0];
+  return `${prefix}:read`;
 }
 
 /** Whether a principal's scopes grant `scope` (`*` grants everything, `github:*` all of github). */
@@ -71,6 +90,7 @@ export function createAllowList(patterns: readonly string[]): Policy['targetAllo
 
 const ALLOW_READ: Decision = Object.freeze({ allow: true, rule: 'read_tool' });
 const ALLOW_WRITE: Decision = Object.freeze({ allow: true, rule: 'writes_enabled' });
+const ALLOW_SCOPE: Decision = Object.freeze({ allow: true, rule: 'scope' });
 
 /**
  * The policy from the base config:
@@ -119,6 +139,11 @@ export function createToolPolicy(
         return { allow: false, rule: 'scope', reason: `the principal lacks the scope ${scope}` };
       }
       return tool.access === 'write' ? ALLOW_WRITE : ALLOW_READ;
+    },
+    scopeAllowed(scope, principal) {
+      return hasScope(principal, scope)
+        ? ALLOW_SCOPE
+        : { allow: false, rule: 'scope', reason: `the principal lacks the scope ${scope}` };
     },
     targetAllowed: createAllowList(config.GATEHOUSE_ALLOW_TARGETS),
   };

@@ -2,11 +2,11 @@ import { userInfo } from 'node:os';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type * as z from 'zod';
 import { fdSink, AuditLog } from '@gatehouse/audit';
-import { lifecycleEntry, openAuditLog, scopeDeniedEntry } from './audit.js';
+import { auditMessage, lifecycleEntry, openAuditLog, scopeDeniedEntry } from './audit.js';
 import type { AuditWriter } from './audit.js';
 import { loadConfig, redactConfig, secretKeys } from './config.js';
 import type { BaseConfig } from './config.js';
-import type { ReadyResult, ServerDefinition } from './define.js';
+import type { ReadyResult, ServerDefinition, ToolDefinition } from './define.js';
 import { ConfigError } from './errors.js';
 import { startHttpServer } from './http.js';
 import type { RunningHttpServer } from './http.js';
@@ -14,10 +14,16 @@ import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import { createAuthenticator } from './auth.js';
 import { Limits } from './limits.js';
-import { createToolPolicy, toolScope, unknownToolNames } from './policy.js';
+import { createToolPolicy, readScope, toolScope, unknownToolNames } from './policy.js';
 import { ANONYMOUS, localPrincipal } from './principal.js';
 import type { Principal } from './principal.js';
-import { InflightTracker, createServerFactory, describeTools } from './server.js';
+import {
+  InflightTracker,
+  createScopeLookup,
+  createServerFactory,
+  describeTools,
+} from './server.js';
+import { LineTransport } from './stdio.js';
 import type { Runtime } from './server.js';
 
 /** Options of {@link runServer}. */
@@ -76,6 +82,39 @@ export function createRuntime(
   };
 }
 
+/** Writes the `gatehouse/start_refused` record of a start that failed, then closes its chain. */
+function auditRefusedStart(
+  config: BaseConfig,
+  service: { name: string; version: string } | undefined,
+  error: unknown,
+  exitCode: number,
+): void {
+  const who = service ?? { name: 'gatehouse', version: 'unknown' };
+  let log: AuditLog;
+  try {
+    log = openAuditLog(config, who);
+  } catch {
+    log = new AuditLog({ sinks: [fdSink(2, 'stderr')], service: who });
+  }
+  log.append(
+    lifecycleEntry(
+      'gatehouse/start_refused',
+      {
+        reason: auditMessage(
+          error instanceof ConfigError
+            ? error.problems.join('; ')
+            : error instanceof Error
+              ? `${error.name}: ${error.message}`
+              : String(error),
+        ),
+        exit_code: exitCode,
+      },
+      { outcome: 'failure' },
+    ),
+  );
+  log.close();
+}
+
 /**
  * The whole life of a server process: config → definition → transport → signals. Bad config
  * is reported at once on stderr, with every problem under its variable name, and the process
@@ -124,6 +163,9 @@ export async function runServer<S extends z.ZodObject>(
     if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
     logger.fatal({ err: error }, 'server could not start');
     process.exitCode = error instanceof ConfigError ? EXIT.config : EXIT.failure;
+    // A refused start (a role that can write, a rejected credential, a wrong password) is an
+    // audit event like a refused configuration, in the trail the operator configured.
+    auditRefusedStart(base, options.service, error, process.exitCode);
     return undefined;
   }
   const unknown = unknownToolNames(base, definition.tools);
@@ -162,20 +204,18 @@ export async function runServer<S extends z.ZodObject>(
       console[method] = (...args: unknown[]) => console.error(...args);
     }
     stdio = serveStdio(factory, {
+      transport: new LineTransport(process.stdin, process.stdout, {
+        onRefused: (problem) => log.info({ problem }, 'refused a malformed message'),
+      }),
       onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
     });
   } else {
     const hashes = new Map(describeTools(definition).map((t) => [t.name, t.definition_hash]));
-    const enabled = (name: string) => {
-      const tool = definition.tools.find((t) => t.name === name);
-      return tool !== undefined &&
-        runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow
-        ? tool
-        : undefined;
-    };
+    const enabled = (tool: ToolDefinition): boolean =>
+      runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow;
     try {
       const authenticator = await createAuthenticator(base, {
-        scopes: definition.tools.map(toolScope),
+        scopes: [...definition.tools.map(toolScope), readScope(definition)],
         resourceName: definition.title ?? definition.name,
       });
       http = await startHttpServer(factory, {
@@ -188,10 +228,7 @@ export async function runServer<S extends z.ZodObject>(
         logger: log,
         ready,
         ...(authenticator === undefined ? {} : { authenticator }),
-        toolScope: (name) => {
-          const tool = enabled(name);
-          return tool === undefined ? undefined : toolScope(tool);
-        },
+        requiredScope: createScopeLookup(definition, enabled),
         maxInflight: base.GATEHOUSE_MAX_INFLIGHT,
         onAuthFailure: (outcome, peer) =>
           audit.append(
@@ -208,18 +245,29 @@ export async function runServer<S extends z.ZodObject>(
               },
             ),
           ),
-        onScopeDenied: (principal, name, scope, peer) => {
-          const tool = enabled(name)!;
+        onScopeDenied: (principal, need, peer) => {
+          const tool =
+            need.method === 'tools/call'
+              ? definition.tools.find((t) => t.name === need.name)
+              : undefined;
           audit.append(
             scopeDeniedEntry(
               principal,
               {
-                name,
-                access: tool.access,
-                readOnly: tool.annotations.readOnlyHint,
-                hash: hashes.get(name)!,
+                method: need.method,
+                name: need.name,
+                ...(tool === undefined
+                  ? {}
+                  : {
+                      tool: {
+                        name: tool.name,
+                        access: tool.access,
+                        readOnly: tool.annotations.readOnlyHint,
+                        hash: hashes.get(tool.name)!,
+                      },
+                    }),
               },
-              scope,
+              need.scope,
               peer,
             ),
           );

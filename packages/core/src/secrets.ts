@@ -50,11 +50,85 @@ const PATTERNS: readonly SecretPattern[] = [
 const HINT =
   /PRIVATE KEY|gh[pousr]_|github_pat_|xox|hooks\.slack|T3|eyJ|AKIA|ASIA|AIDA|AROA|secret|SECRET|:\/\/[^\s/]*@|Bearer|Basic/;
 
-/** Replaces known secret formats; returns the text and the kinds it found. */
+/** Configured secret values in every form they may take in output, longest first. */
+let configured: { pattern: RegExp; names: Map<string, string> } | undefined;
+const known = new Map<string, string>();
+
+/** Shorter values are not registered: replacing them everywhere would mangle ordinary text. */
+export const MIN_SECRET_LENGTH = 6;
+
+/** The forms a value takes on its way out: as is, URL-encoded or -decoded, JSON-escaped. */
+function forms(value: string): string[] {
+  const out = new Set([value, encodeURIComponent(value)]);
+  try {
+    out.add(decodeURIComponent(value));
+  } catch {
+    // not URL-encoded
+  }
+  for (const v of [...out]) out.add(JSON.stringify(v).slice(1, -1));
+  return [...out];
+}
+
+/** A URL's password and user:password (a connection URL's secret part), decoded and raw. */
+function urlParts(value: string): string[] {
+  try {
+    const url = new URL(value);
+    if (url.password === '') return [];
+    return [url.password, `${url.username}:${url.password}`];
+  } catch {
+    return [];
+  }
+}
+
+/**
+ * Registers the values of configured secrets (tokens, passwords, connection URLs, keys) under
+ * the name of their variable: from then on {@link scrubSecrets} replaces each — and its
+ * URL-encoded, URL-decoded and JSON-escaped forms, and a URL's password — with
+ * `[REDACTED:NAME]`, wherever output leaves the process (tool results, errors, logs, audit).
+ * Returns the names whose value is too short to redact (the caller warns about them).
+ */
+export function registerSecretValues(
+  values: Readonly<Record<string, string | undefined>>,
+): string[] {
+  const tooShort: string[] = [];
+  for (const [name, value] of Object.entries(values)) {
+    if (value === undefined || value === '') continue;
+    const candidates = [value, ...urlParts(value)].flatMap(forms);
+    let registered = false;
+    for (const form of candidates) {
+      if (form.length < MIN_SECRET_LENGTH) continue;
+      known.set(form, name);
+      registered = true;
+    }
+    if (!registered) tooShort.push(name);
+  }
+  const all = [...known.keys()].sort((a, b) => b.length - a.length);
+  configured =
+    all.length === 0
+      ? undefined
+      : {
+          pattern: new RegExp(
+            all.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'),
+            'g',
+          ),
+          names: known,
+        };
+  return tooShort;
+}
+
+/** Replaces configured secret values and known secret formats; returns the text and the kinds it found. */
 export function scrubSecrets(text: string): { text: string; kinds: string[] } {
-  if (!HINT.test(text)) return { text, kinds: [] };
   const kinds: string[] = [];
   let out = text;
+  if (configured !== undefined) {
+    const { pattern, names } = configured;
+    const next = out.replace(pattern, (match) => marker(names.get(match) ?? 'secret'));
+    if (next !== out) {
+      kinds.push('configured');
+      out = next;
+    }
+  }
+  if (!HINT.test(out)) return { text: out, kinds };
   for (const { kind, pattern, replace } of PATTERNS) {
     const next = out.replace(pattern, replace ?? marker(kind));
     if (next !== out) {

@@ -41,10 +41,12 @@ import type {
   ToolDefinition,
 } from './define.js';
 import type { Limits } from './limits.js';
-import { ToolError, UpstreamError } from './errors.js';
+import { PolicyError, ToolError, UpstreamError } from './errors.js';
 import type { Logger } from './logger.js';
 import { paginate } from './pagination.js';
+import { readScope, toolScope } from './policy.js';
 import type { Decision, Policy } from './policy.js';
+import type { ScopeNeed } from './http.js';
 import type { Principal } from './principal.js';
 import { frameUntrusted, sanitizeDeep, sanitizeText, truncateText } from './sanitize.js';
 import type { SanitizeFlag } from './sanitize.js';
@@ -300,6 +302,92 @@ async function withDeadline<T>(
   }
 }
 
+/** A server's resources, prepared once: statics by normalised URI, templates compiled. */
+interface PreparedResources {
+  readonly statics: ReadonlyMap<string, StaticResourceDefinition>;
+  readonly templates: readonly PreparedTemplate[];
+}
+
+function prepareResources(definition: ServerDefinition): PreparedResources {
+  const statics = new Map<string, StaticResourceDefinition>();
+  const templates: PreparedTemplate[] = [];
+  for (const r of definition.resources ?? []) {
+    if (r.kind === 'static') statics.set(normalizeUri(r.uri) ?? r.uri, r);
+    else templates.push({ definition: r, template: new UriTemplate(r.uriTemplate) });
+  }
+  return { statics, templates };
+}
+
+/** The resource an absolute URI names: a static one, or the first template that matches it. */
+function findResource(
+  resources: PreparedResources,
+  uri: string,
+  normalized: string,
+):
+  | { kind: 'static'; definition: StaticResourceDefinition }
+  | { kind: 'template'; definition: TemplateResourceDefinition; variables: Record<string, string> }
+  | undefined {
+  const fixed = resources.statics.get(normalized);
+  if (fixed !== undefined) return { kind: 'static', definition: fixed };
+  for (const { definition, template } of resources.templates) {
+    const match = template.match(uri);
+    if (match !== null) return { kind: 'template', definition, variables: flatVariables(match) };
+  }
+  return undefined;
+}
+
+/**
+ * The scope each request of a server needs, for the HTTP layer's check before anything runs (a
+ * 403 the client can step up from): a tool call (when the tool is enabled), a resource read, a
+ * prompt get, a completion. The pipeline checks the same scopes again with the same policy.
+ */
+export function createScopeLookup(
+  definition: ServerDefinition,
+  toolEnabled: (tool: ToolDefinition) => boolean,
+): (method: string, params: Record<string, unknown> | undefined) => ScopeNeed | undefined {
+  const tools = new Map(definition.tools.map((t) => [t.name, t]));
+  const prompts = new Map((definition.prompts ?? []).map((p) => [p.name, p]));
+  const resources = prepareResources(definition);
+  const fallback = readScope(definition);
+  const promptNeed = (method: ScopeNeed['method'], name: unknown): ScopeNeed | undefined => {
+    const prompt = typeof name === 'string' ? prompts.get(name) : undefined;
+    return prompt === undefined
+      ? undefined
+      : { method, name: prompt.name, scope: prompt.scope ?? fallback };
+  };
+  return (method, params) => {
+    if (method === 'tools/call') {
+      const tool = typeof params?.name === 'string' ? tools.get(params.name) : undefined;
+      return tool === undefined || !toolEnabled(tool)
+        ? undefined
+        : { method, name: tool.name, scope: toolScope(tool) };
+    }
+    if (method === 'prompts/get') return promptNeed(method, params?.name);
+    if (method === 'resources/read') {
+      const uri = params?.uri;
+      const normalized = typeof uri === 'string' ? normalizeUri(uri) : undefined;
+      if (normalized === undefined) return undefined;
+      const found = findResource(resources, uri as string, normalized);
+      return found === undefined
+        ? undefined
+        : { method, name: uri as string, scope: found.definition.scope ?? fallback };
+    }
+    if (method === 'completion/complete') {
+      const ref = params?.ref as { type?: unknown; name?: unknown; uri?: unknown } | undefined;
+      if (ref?.type === 'ref/prompt') return promptNeed(method, ref.name);
+      const template = resources.templates.find((t) => t.definition.uriTemplate === ref?.uri);
+      return template === undefined
+        ? undefined
+        : {
+            method,
+            name: template.definition.uriTemplate,
+            scope: template.definition.scope ?? fallback,
+          };
+    }
+    return undefined;
+  };
+}
+
 /**
  * Prepares a server definition once and returns the factory the SDK serving entries call:
  * a fresh SDK `Server` per connection (stdio) or per request (HTTP), with the pipeline of
@@ -311,12 +399,9 @@ export function createServerFactory(
 ): (ctx: McpRequestContext) => Server {
   const tools = definition.tools.map(prepareTool);
   const toolsByName = new Map(tools.map((t) => [t.definition.name, t]));
-  const statics = new Map<string, StaticResourceDefinition>();
-  const templates: PreparedTemplate[] = [];
-  for (const r of definition.resources ?? []) {
-    if (r.kind === 'static') statics.set(normalizeUri(r.uri) ?? r.uri, r);
-    else templates.push({ definition: r, template: new UriTemplate(r.uriTemplate) });
-  }
+  const resources = prepareResources(definition);
+  const { statics, templates } = resources;
+  const defaultScope = readScope(definition);
   const prompts = new Map((definition.prompts ?? []).map((p) => [p.name, p]));
   const pageSize = runtime.pageSize ?? DEFAULT_PAGE_SIZE;
   const hasCompletions =
@@ -357,6 +442,9 @@ export function createServerFactory(
 
     const visible = (tool: PreparedTool): Decision =>
       policy.toolVisible(tool.definition, principal);
+    /** Resources, templates and prompts: listed exactly when they may be read, got, completed. */
+    const granted = (item: { scope?: string | undefined }): Decision =>
+      policy.scopeAllowed(item.scope ?? defaultScope, principal);
 
     type Action = 'tools/call' | 'resources/read' | 'prompts/get';
     interface Attempt {
@@ -850,8 +938,15 @@ export function createServerFactory(
         return server.projectCallToolResult(callResult, prepared.listing.outputSchema);
       } catch (error) {
         finished = true;
-        const { reason, result } = classifyToolFailure(error, tool, eventId, logger);
-        finish(sctx, attempt, reason, { target, decision, flags, error, result });
+        const failure = classifyToolFailure(error, tool, eventId, logger);
+        const { reason, result } = failure;
+        finish(sctx, attempt, reason, {
+          target,
+          decision: failure.decision ?? decision,
+          flags,
+          error,
+          result,
+        });
         if (result === undefined) throw error;
         return result;
       } finally {
@@ -868,6 +963,7 @@ export function createServerFactory(
         const ctx = requestContextFor(sctx, eventId, sctx.mcpReq.signal);
         const listed: Array<Record<string, unknown> & { uri: string; name: string }> = [];
         for (const r of statics.values()) {
+          if (!granted(r).allow) continue;
           listed.push({
             uri: r.uri,
             name: r.name,
@@ -877,7 +973,7 @@ export function createServerFactory(
           });
         }
         for (const { definition: t, template } of templates) {
-          if (t.list === undefined) continue;
+          if (t.list === undefined || !granted(t).allow) continue;
           for (const item of await t.list(ctx)) {
             // A listing shows only what a read would allow.
             const match = template.match(item.uri);
@@ -896,13 +992,15 @@ export function createServerFactory(
       });
 
       server.setRequestHandler('resources/templates/list', (request) => {
-        const listed = templates.map(({ definition: t }) => ({
-          name: t.name,
-          uriTemplate: t.uriTemplate,
-          ...(t.title === undefined ? {} : { title: t.title }),
-          ...(t.description === undefined ? {} : { description: t.description }),
-          ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }),
-        }));
+        const listed = templates
+          .filter(({ definition: t }) => granted(t).allow)
+          .map(({ definition: t }) => ({
+            name: t.name,
+            uriTemplate: t.uriTemplate,
+            ...(t.title === undefined ? {} : { title: t.title }),
+            ...(t.description === undefined ? {} : { description: t.description }),
+            ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }),
+          }));
         const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
         return nextCursor === undefined
           ? { resourceTemplates: page }
@@ -922,26 +1020,25 @@ export function createServerFactory(
             { uri: sanitizeText(uri).text.slice(0, 256), reason: 'invalid_uri' },
           );
         }
-        let read: ((ctx: RequestContext) => Promise<ResourceBody | undefined>) | undefined;
-        let target: string | undefined;
-        const fixed = statics.get(normalized);
-        if (fixed !== undefined) {
-          read = (ctx) => fixed.read(ctx);
-          target = fixed.target;
-        } else {
-          for (const { definition: t, template } of templates) {
-            const match = template.match(uri);
-            if (match === null) continue;
-            const variables = flatVariables(match);
-            read = (ctx) => t.read(uri, variables, ctx);
-            target = t.target?.(variables);
-            break;
-          }
-        }
-        if (read === undefined) {
+        const found = findResource(resources, uri, normalized);
+        if (found === undefined) {
           finish(sctx, attempt, 'not_found');
           throw new ResourceNotFoundError(uri);
         }
+        // Not listed, so not readable: answered exactly as a resource that does not exist.
+        const scope = granted(found.definition);
+        if (!scope.allow) {
+          finish(sctx, attempt, 'denied', { decision: scope });
+          throw new ResourceNotFoundError(uri);
+        }
+        const read = (ctx: RequestContext): Promise<ResourceBody | undefined> =>
+          found.kind === 'static'
+            ? found.definition.read(ctx)
+            : found.definition.read(uri, found.variables, ctx);
+        const target =
+          found.kind === 'static'
+            ? found.definition.target
+            : found.definition.target?.(found.variables);
         if (target !== undefined) {
           const allowed = policy.targetAllowed(target);
           if (!allowed.allow) {
@@ -977,8 +1074,12 @@ export function createServerFactory(
           return { contents };
         } catch (error) {
           if (error instanceof ResourceNotFoundError) throw error;
-          throw protocolFailure(error, 'resources/read', uri, eventId, logger, (reason) =>
-            finish(sctx, attempt, reason, { target, error }),
+          throw protocolFailure(error, 'resources/read', uri, eventId, logger, (reason, decision) =>
+            finish(sctx, attempt, reason, {
+              target,
+              error,
+              ...(decision === undefined ? {} : { decision }),
+            }),
           );
         } finally {
           releaseAfterResponse(done);
@@ -990,17 +1091,19 @@ export function createServerFactory(
 
     if (capabilities.prompts) {
       server.setRequestHandler('prompts/list', (request) => {
-        const listed = [...prompts.values()].map((p) => ({
-          name: p.name,
-          title: p.title,
-          description: p.description,
-          arguments: Object.entries(p.arguments ?? {}).map(([argName, a]) => ({
-            name: argName,
-            description: a.description,
-            ...(a.title === undefined ? {} : { title: a.title }),
-            required: a.required === true,
-          })),
-        }));
+        const listed = [...prompts.values()]
+          .filter((p) => granted(p).allow)
+          .map((p) => ({
+            name: p.name,
+            title: p.title,
+            description: p.description,
+            arguments: Object.entries(p.arguments ?? {}).map(([argName, a]) => ({
+              name: argName,
+              description: a.description,
+              ...(a.title === undefined ? {} : { title: a.title }),
+              required: a.required === true,
+            })),
+          }));
         const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
         return nextCursor === undefined ? { prompts: page } : { prompts: page, nextCursor };
       });
@@ -1012,6 +1115,11 @@ export function createServerFactory(
         const prompt = prompts.get(name);
         if (prompt === undefined) {
           finish(sctx, attempt, 'not_found');
+          throw unknownName('prompt', name);
+        }
+        const scope = granted(prompt);
+        if (!scope.allow) {
+          finish(sctx, attempt, 'denied', { decision: scope });
           throw unknownName('prompt', name);
         }
         const problem = checkPromptArguments(prompt, request.params.arguments ?? {});
@@ -1032,8 +1140,11 @@ export function createServerFactory(
           finish(sctx, attempt, 'ok', { flags, result: body });
           return body;
         } catch (error) {
-          throw protocolFailure(error, 'prompts/get', name, eventId, logger, (reason) =>
-            finish(sctx, attempt, reason, { error }),
+          throw protocolFailure(error, 'prompts/get', name, eventId, logger, (reason, decision) =>
+            finish(sctx, attempt, reason, {
+              error,
+              ...(decision === undefined ? {} : { decision }),
+            }),
           );
         } finally {
           releaseAfterResponse(done);
@@ -1050,10 +1161,12 @@ export function createServerFactory(
         let values: readonly string[];
         if (ref.type === 'ref/prompt') {
           const prompt = prompts.get(ref.name);
-          if (prompt === undefined) {
+          if (prompt === undefined || !granted(prompt).allow) {
             throw unknownName('prompt', ref.name);
           }
-          const arg = prompt.arguments?.[argument.name];
+          const arg = Object.hasOwn(prompt.arguments ?? {}, argument.name)
+            ? prompt.arguments?.[argument.name]
+            : undefined;
           if (arg === undefined) {
             throw new ProtocolError(
               ProtocolErrorCode.InvalidParams,
@@ -1062,9 +1175,12 @@ export function createServerFactory(
           }
           values = (await arg.complete?.(argument.value, context)) ?? [];
         } else {
-          const t = templates.find((x) => x.definition.uriTemplate === ref.uri);
+          const t = templates.find(
+            (x) => x.definition.uriTemplate === ref.uri && granted(x.definition).allow,
+          );
           if (t === undefined) {
-            if (statics.has(normalizeUri(ref.uri) ?? ref.uri)) {
+            const fixed = statics.get(normalizeUri(ref.uri) ?? ref.uri);
+            if (fixed !== undefined && granted(fixed).allow) {
               return { completion: { values: [], total: 0, hasMore: false } };
             }
             throw new ProtocolError(
@@ -1072,7 +1188,10 @@ export function createServerFactory(
               `Unknown resource template: ${ref.uri}`,
             );
           }
-          values = (await t.definition.complete?.[argument.name]?.(argument.value, context)) ?? [];
+          const complete = Object.hasOwn(t.definition.complete ?? {}, argument.name)
+            ? t.definition.complete?.[argument.name]
+            : undefined;
+          values = (await complete?.(argument.value, context)) ?? [];
         }
         const clean = values.map((v) => sanitizeText(v).text);
         return {
@@ -1166,7 +1285,14 @@ function classifyToolFailure(
   tool: ToolDefinition,
   eventId: string,
   logger: Logger,
-): { reason: OutcomeReason; result?: CallToolResult } {
+): { reason: OutcomeReason; result?: CallToolResult; decision?: Decision } {
+  if (error instanceof PolicyError) {
+    return {
+      reason: 'denied',
+      result: toolErrorResult(error.message),
+      decision: { allow: false, rule: error.rule, reason: error.message },
+    };
+  }
   if (error instanceof ToolError)
     return { reason: 'tool_error', result: toolErrorResult(error.message) };
   if (error instanceof UpstreamError) {
@@ -1222,8 +1348,12 @@ function protocolFailure(
   name: string,
   eventId: string,
   logger: Logger,
-  record: (reason: OutcomeReason) => void,
+  record: (reason: OutcomeReason, decision?: Decision) => void,
 ): ProtocolError {
+  if (error instanceof PolicyError) {
+    record('denied', { allow: false, rule: error.rule, reason: error.message });
+    return new ProtocolError(ProtocolErrorCode.InvalidParams, sanitizeText(error.message).text);
+  }
   if (error instanceof ProtocolError) {
     record(
       (error.code as ProtocolErrorCode) === ProtocolErrorCode.InvalidParams
@@ -1261,7 +1391,7 @@ function checkPromptArguments(
   given: Readonly<Record<string, string>>,
 ): string | undefined {
   const declared = prompt.arguments ?? {};
-  const unknown = Object.keys(given).filter((k) => !(k in declared));
+  const unknown = Object.keys(given).filter((k) => !Object.hasOwn(declared, k));
   if (unknown.length > 0) {
     return `Unknown argument(s) for prompt ${prompt.name}: ${unknown.join(', ')}; expected: ${Object.keys(declared).join(', ') || 'none'}`;
   }

@@ -118,6 +118,24 @@ describe('HTTP authentication: each case with its exact status and header', () =
       `Bearer realm="gatehouse", error="invalid_token", error_description="token not yet valid", resource_metadata="${metadataUrl}"`,
     ],
     [
+      'empty subject',
+      () => bearer({ sub: '' }),
+      401,
+      `Bearer realm="gatehouse", error="invalid_token", error_description="the token has no usable subject (sub must be a non-empty string)", resource_metadata="${metadataUrl}"`,
+    ],
+    [
+      'blank subject',
+      () => bearer({ sub: '   ' }),
+      401,
+      `Bearer realm="gatehouse", error="invalid_token", error_description="the token has no usable subject (sub must be a non-empty string)", resource_metadata="${metadataUrl}"`,
+    ],
+    [
+      'numeric subject',
+      () => bearer({ sub: 42 }),
+      401,
+      `Bearer realm="gatehouse", error="invalid_token", error_description="the token has no usable subject (sub must be a non-empty string)", resource_metadata="${metadataUrl}"`,
+    ],
+    [
       'wrong issuer',
       () => bearer({ iss: 'https://evil.example/' }),
       401,
@@ -170,6 +188,72 @@ describe('HTTP authentication: each case with its exact status and header', () =
       `Bearer realm="gatehouse", error="insufficient_scope", error_description="demo_post needs the scope demo:write", scope="demo:write", resource_metadata="${metadataUrl}"`,
     );
   });
+
+  it.each([
+    [
+      'a prompt get',
+      {
+        method: 'prompts/get',
+        params: { name: 'demo_summarise', arguments: { board: 'general' } },
+      },
+      'prompts/get demo_summarise needs the scope demo:prompts',
+      'demo:prompts',
+    ],
+    [
+      'a prompt completion',
+      {
+        method: 'completion/complete',
+        params: {
+          ref: { type: 'ref/prompt', name: 'demo_summarise' },
+          argument: { name: 'board', value: 'g' },
+        },
+      },
+      'completion/complete demo_summarise needs the scope demo:prompts',
+      'demo:prompts',
+    ],
+    [
+      'a resource read',
+      { method: 'resources/read', params: { uri: 'demo://boards/general' } },
+      'resources/read demo://boards/general needs the scope demo:read',
+      'demo:read',
+    ],
+    [
+      'a tool call inside a batch',
+      [
+        { jsonrpc: '2.0', id: 8, method: 'tools/list' },
+        { method: 'tools/call', params: { name: 'demo_post', arguments: { message: 'x' } } },
+      ],
+      'demo_post needs the scope demo:write',
+      'demo:write',
+    ],
+  ])(
+    'insufficient scope for %s → 403 before anything runs, audited',
+    async (_n, request, description, scope) => {
+      const body = Array.isArray(request)
+        ? request.map((r, i) => ({ jsonrpc: '2.0', id: 20 + i, ...r }))
+        : { jsonrpc: '2.0', id: 4, ...request };
+      const response = await post(
+        await bearer({ scope: scope === 'demo:read' ? 'other:read' : 'demo:read' }),
+        body,
+      );
+      expect(response.status).toBe(403);
+      expect(response.challenge).toBe(
+        `Bearer realm="gatehouse", error="insufficient_scope", error_description="${description}", scope="${scope}", resource_metadata="${metadataUrl}"`,
+      );
+      await expect
+        .poll(() =>
+          server
+            .auditRecords()
+            .some(
+              (r) =>
+                r.event.reason === 'denied' &&
+                r.policy?.rule === 'scope' &&
+                r.error?.message === `the principal lacks the scope ${scope}`,
+            ),
+        )
+        .toBe(true);
+    },
+  );
 
   it('valid token and valid API key → served, with the principal from the credential', async () => {
     for (const authorization of [

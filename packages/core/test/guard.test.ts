@@ -123,6 +123,64 @@ describe('tools/list shows exactly what tools/call permits: principals × config
     expect(mismatches).toEqual([]);
   });
 
+  it('finds 0 mismatches for resources, templates, prompts and completions too', async () => {
+    // What a principal sees listed is exactly what it can read, get and complete; a principal
+    // without the scope learns nothing, and the refusal is audited as denied with the rule.
+    const mismatches: string[] = [];
+    let checked = 0;
+    const extra = [principal('prompter', ['demo:prompts']), principal('demo-read', ['demo:read'])];
+    for (const p of [...principals, ...extra]) {
+      const { client, records } = await setup({}, { principal: p });
+      const resources = new Set((await client.listResources()).resources.map((r) => r.uri));
+      const templates = new Set(
+        (await client.listResourceTemplates()).resourceTemplates.map((t) => t.uriTemplate),
+      );
+      const prompts = new Set((await client.listPrompts()).prompts.map((x) => x.name));
+      const attempt = async (what: string, listed: boolean, run: () => Promise<unknown>) => {
+        let allowed = true;
+        try {
+          await run();
+        } catch {
+          allowed = false;
+        }
+        checked++;
+        if (allowed !== listed)
+          mismatches.push(`${p.id} ${what}: listed=${listed} allowed=${allowed}`);
+      };
+      for (const uri of ['demo://readme', 'demo://boards/general', 'demo://boards/random']) {
+        await attempt(`read ${uri}`, resources.has(uri), () => client.readResource({ uri }));
+      }
+      await attempt('complete demo://boards/{board}', templates.has('demo://boards/{board}'), () =>
+        client.complete({
+          ref: { type: 'ref/resource', uri: 'demo://boards/{board}' },
+          argument: { name: 'board', value: 'g' },
+        }),
+      );
+      await attempt('get demo_summarise', prompts.has('demo_summarise'), () =>
+        client.getPrompt({ name: 'demo_summarise', arguments: { board: 'general' } }),
+      );
+      await attempt('complete demo_summarise', prompts.has('demo_summarise'), () =>
+        client.complete({
+          ref: { type: 'ref/prompt', name: 'demo_summarise' },
+          argument: { name: 'board', value: 'g' },
+        }),
+      );
+      const expectListed = (scope: string) =>
+        p.scopes.some((s) => s === '*' || s === scope || s === 'demo:*');
+      expect(resources.size > 0).toBe(expectListed('demo:read'));
+      expect(prompts.size > 0).toBe(expectListed('demo:prompts'));
+      const denied = records.filter((r) => r.event.reason === 'denied');
+      expect(denied.every((r) => r.policy?.decision === 'deny' && r.policy.rule === 'scope')).toBe(
+        true,
+      );
+      if (!expectListed('demo:read')) {
+        expect(denied.filter((r) => r.event.action === 'resources/read')).toHaveLength(3);
+      }
+    }
+    expect(checked).toBe((principals.length + extra.length) * 6);
+    expect(mismatches).toEqual([]);
+  });
+
   it('enables a toolset by name, write tools included', async () => {
     const { client } = await setup({ GATEHOUSE_TOOLS_ENABLE: 'board,demo_echo' });
     expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([

@@ -1,8 +1,8 @@
-import { request } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import { connectHttp, initializeRequest, spawnServer } from '@gatehouse/testkit';
 import type { Era, ServerProcess } from '@gatehouse/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { raw } from './raw-http.ts';
 import { expectSchemaValid } from './schema.ts';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
@@ -10,39 +10,6 @@ const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.met
 function start(env: Record<string, string> = {}): Promise<ServerProcess> {
   return spawnServer(process.execPath, [demoServer], {
     env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', ...env },
-  });
-}
-
-interface RawResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
-
-/** A raw HTTP request, so tests control every header (Host included). */
-function raw(
-  url: URL,
-  options: { method?: string; path?: string; headers?: Record<string, string>; body?: string } = {},
-): Promise<RawResponse> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      {
-        host: url.hostname,
-        port: url.port,
-        path: options.path ?? url.pathname,
-        method: options.method ?? 'POST',
-        headers: options.headers ?? {},
-        agent: false,
-      },
-      (res) => {
-        let body = '';
-        res.setEncoding('utf8').on('data', (c: string) => (body += c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      },
-    );
-    req.on('error', reject);
-    if (options.body !== undefined) req.write(options.body);
-    req.end();
   });
 }
 

@@ -185,7 +185,7 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       cursor = page.nextCursor;
     } while (cursor !== undefined);
     expect(new Set(seen).size).toBe(seen.length);
-    expect(seen).toHaveLength(10 + 12); // 11 demo tools minus the write tool, plus 12 extras
+    expect(seen).toHaveLength(11 + 12); // 12 demo tools minus the write tool, plus 12 extras
     for (const bad of ['not-a-cursor', Buffer.from('{"v":1,"o":9999}').toString('base64url')]) {
       const error = await rpcError(
         client.request({ method: 'tools/list', params: { cursor: bad } }),

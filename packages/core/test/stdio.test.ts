@@ -1,60 +1,14 @@
-import { spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { connectStdio, initializeRequest } from '@gatehouse/testkit';
+import { connectStdio } from '@gatehouse/testkit';
 import type { Era } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
+import { rawServer } from './raw-server.ts';
 import { expectSchemaValid } from './schema.ts';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
-
-/** Runs the demo server with raw pipes: we see every byte it writes. */
-function rawServer(env: Record<string, string> = {}) {
-  const child = spawn(process.execPath, [demoServer], { env, stdio: ['pipe', 'pipe', 'pipe'] });
-  const stdoutLines: string[] = [];
-  let stdoutRaw = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdoutRaw += c));
-  createInterface({ input: child.stdout }).on('line', (l) => stdoutLines.push(l));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
-  const exit = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
-  const send = (message: unknown): void => {
-    child.stdin.write(`${JSON.stringify(message)}\n`);
-  };
-  const waitForResponse = async (id: number): Promise<Record<string, unknown>> => {
-    for (let i = 0; i < 200; i++) {
-      for (const line of stdoutLines) {
-        const parsed = JSON.parse(line) as { id?: number };
-        if (parsed.id === id) return parsed;
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`no response ${id}; stdout: ${stdoutRaw}; stderr: ${stderr}`);
-  };
-  /** initialize → answer → initialized, the 2025-era opening. */
-  const handshake = async (): Promise<void> => {
-    send(initializeRequest());
-    await waitForResponse(1);
-    send({ jsonrpc: '2.0', method: 'notifications/initialized' });
-  };
-  const callTool = (id: number, name: string, args: Record<string, unknown>): void =>
-    send({ jsonrpc: '2.0', id, method: 'tools/call', params: { name, arguments: args } });
-  return {
-    child,
-    send,
-    callTool,
-    handshake,
-    waitForResponse,
-    exit,
-    stdoutLines,
-    stdoutRaw: () => stdoutRaw,
-    stderr: () => stderr,
-  };
-}
 
 describe.each<Era>(['legacy', 'modern'])('stdio with a real client (%s era)', (era) => {
   it('lists and calls tools in a child process; logs and audit go to stderr as JSON', async () => {

@@ -1,4 +1,4 @@
-import { ToolError } from '@gatehouse/core';
+import { PolicyError, ToolError } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import type { GitHub } from './client.js';
 import type { GitHubConfig } from './config.js';
@@ -25,7 +25,8 @@ export function allowedRepo(deps: GitHubDeps, text: string): RepoRef {
     });
   }
   if (!deps.scope.allows(ref)) {
-    throw new ToolError(
+    throw new PolicyError(
+      'repo_allow_list',
       `${ref.owner}/${ref.repo} is not one of this server's repositories (${deps.scope.describe()}).`,
       { code: 'repo_not_allowed' },
     );

@@ -40,6 +40,11 @@ describe('tools outside the allowed repositories', () => {
     expect(text(result)).toMatch(
       /is not one of this server's repositories \(acme\/api, acme\/web\)/,
     );
+    // A refusal of the allow-list is a denial, with its rule: what a reviewer looks for first.
+    const record = h.records.filter((r) => r.mcp?.name === name).at(-1)!;
+    expect(record.event).toMatchObject({ outcome: 'failure', reason: 'denied' });
+    expect(record.event.type).toContain('denied');
+    expect(record.policy).toEqual({ decision: 'deny', rule: 'repo_allow_list' });
   });
 
   it('refuses names that are not repositories', async () => {

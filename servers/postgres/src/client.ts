@@ -1,4 +1,4 @@
-import { ToolError, UpstreamError } from '@gatehouse/core';
+import { PolicyError, ToolError, UpstreamError } from '@gatehouse/core';
 import type { Logger, ReadyResult } from '@gatehouse/core';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
@@ -253,7 +253,7 @@ export class PostgresDatabase {
   private async ensureVerified(): Promise<void> {
     if (this.verification.state === 'passed') return;
     if (this.verification.state === 'refused') {
-      throw new ToolError(this.verification.message, { code: 'privileged_role' });
+      throw new PolicyError('role_check', this.verification.message, { code: 'privileged_role' });
     }
     this.verifying ??= this.verify()
       .then(() => undefined)

@@ -1,4 +1,4 @@
-import { ToolError } from '@gatehouse/core';
+import { PolicyError } from '@gatehouse/core';
 import { parse } from 'libpg-query';
 
 /**
@@ -23,14 +23,17 @@ export type SqlRule =
   | 'system_catalog'
   | 'masked_column';
 
-/** A statement the guard refused; the message names the rule and what to do instead. */
-export class SqlRefusedError extends ToolError {
-  readonly rule: SqlRule;
-  constructor(rule: SqlRule, message: string) {
-    super(`Refused by the read-only SQL policy (rule ${rule}): ${message}`, {
+/**
+ * A statement the guard refused; the message names the rule and what to do instead. Audited as
+ * `denied` with the rule `sql:<rule>`.
+ */
+export class SqlRefusedError extends PolicyError {
+  readonly sqlRule: SqlRule;
+  constructor(sqlRule: SqlRule, message: string) {
+    super(`sql:${sqlRule}`, `Refused by the read-only SQL policy (rule ${sqlRule}): ${message}`, {
       code: 'sql_refused',
     });
-    this.rule = rule;
+    this.sqlRule = sqlRule;
   }
 }
 

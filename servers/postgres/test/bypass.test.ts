@@ -149,6 +149,16 @@ describe('read-only bypass attempts', () => {
     const calls = h.records.filter((r) => r.event.action === 'tools/call');
     expect(calls.length).toBeGreaterThanOrEqual(attempts.length);
     expect(calls.every((r) => r.event.outcome === 'failure')).toBe(true);
+    // What the SQL policy stopped is a denial with its rule, not a tool error: the report's
+    // "what was blocked" counts every one of them.
+    const policy = attempts.filter(([, by]) => /rule /.test(by.source)).length;
+    const denied = calls.filter((r) => r.event.reason === 'denied');
+    expect(denied).toHaveLength(policy);
+    for (const record of denied) {
+      expect(record.policy?.decision).toBe('deny');
+      expect(record.policy?.rule).toMatch(/^sql:[a-z_]+$/);
+      expect(record.event.type).toContain('denied');
+    }
     // The audit trail keeps the shape and hash of the SQL, not the SQL.
     expect(JSON.stringify(calls)).not.toContain('DROP TABLE');
   });

@@ -36,7 +36,5 @@ it('runs the demo from the built tree', { timeout: 120_000 }, async () => {
   ]) {
     expect(output).toContain(expected);
   }
-  expect(output).toMatch(
-    /failure tool_error +\S+ +tools\/call +postgres_query → pg:company\/public/,
-  );
+  expect(output).toMatch(/failure denied +\S+ +tools\/call +postgres_query → pg:company\/public/);
 });

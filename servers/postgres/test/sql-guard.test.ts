@@ -22,7 +22,7 @@ async function refusal(sql: string, opts = options): Promise<SqlRefusedError> {
 
 async function expectRule(sql: string, rule: SqlRule, opts = options): Promise<void> {
   const error = await refusal(sql, opts);
-  expect(error.rule, `${sql} → ${error.message}`).toBe(rule);
+  expect(error.sqlRule, `${sql} → ${error.message}`).toBe(rule);
   expect(error.message).toContain(`rule ${rule}`);
   expect(error.code).toBe('sql_refused');
 }
@@ -274,7 +274,10 @@ describe('masking (refuse side)', () => {
     'SELECT id, rank() OVER (PARTITION BY email) FROM customers',
     'SELECT max(email) FROM customers',
   ])('refuses %s', async (sql) => {
-    await expect(check(sql)).rejects.toMatchObject({ rule: 'masked_column' });
+    await expect(check(sql)).rejects.toMatchObject({
+      sqlRule: 'masked_column',
+      rule: 'sql:masked_column',
+    });
   });
 
   it('leaves queries over other tables alone', async () => {

@@ -1,4 +1,4 @@
-import { ToolError, definePrompt } from '@gatehouse/core';
+import { PolicyError, definePrompt } from '@gatehouse/core';
 import type { PostgresDeps } from '../deps.js';
 import { listTables } from '../introspect.js';
 
@@ -18,7 +18,8 @@ export function exploreSchemaPrompt(deps: PostgresDeps) {
     handler: async ({ schema }, ctx) => {
       const chosen = schema ?? db.schemas[0]!;
       if (!db.schemas.includes(chosen)) {
-        throw new ToolError(
+        throw new PolicyError(
+          'schema_allow_list',
           `Schema "${chosen}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
         );
       }

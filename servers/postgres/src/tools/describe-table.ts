@@ -1,4 +1,4 @@
-import { READ_ONLY_ANNOTATIONS, ToolError, defineTool } from '@gatehouse/core';
+import { READ_ONLY_ANNOTATIONS, PolicyError, ToolError, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
 import {
@@ -31,7 +31,8 @@ export function describeTableTool(deps: PostgresDeps) {
       args.schema === undefined ? deps.targets : `pg:${db.database}/${args.schema}/${args.table}`,
     async handler(args, ctx) {
       if (args.schema !== undefined && !db.schemas.includes(args.schema)) {
-        throw new ToolError(
+        throw new PolicyError(
+          'schema_allow_list',
           `Schema "${args.schema}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
           { code: 'schema_not_allowed' },
         );

@@ -1,0 +1,167 @@
+import type { Readable, Writable } from 'node:stream';
+import type { JSONRPCMessage, Transport } from '@modelcontextprotocol/server';
+import { RPC, inspectText, leadingId, rpcError } from './jsonrpc.js';
+
+/** Largest line (one message) read from stdin: the SDK's own read limit. */
+export const MAX_LINE_BYTES = 10 * 1024 * 1024;
+
+/** Bytes kept of an oversized line, to read its id from its leading keys. */
+const HEAD_BYTES = 4096;
+
+/** Options of {@link LineTransport}. */
+export interface LineTransportOptions {
+  /** Largest accepted line in bytes (default {@link MAX_LINE_BYTES}). */
+  maxLineBytes?: number;
+  /** Told about every message refused at the front door (for the log; never the message). */
+  onRefused?: (problem: string) => void;
+}
+
+/**
+ * The stdio wire: newline-delimited JSON-RPC on stdin/stdout, in place of the SDK's stdio
+ * transport (handed to `serveStdio`, which still owns the era and the server instances). What
+ * it adds is the front door of `jsonrpc.ts`: a line that is not JSON, nests too deeply, is not a
+ * valid message or is larger than the read limit gets exactly one JSON-RPC error answer — with
+ * the caller's id when it can be read — and the connection keeps serving. (The SDK's transport
+ * drops such lines unanswered, or ends the session on an oversized one.)
+ */
+export class LineTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  readonly #stdin: Readable;
+  readonly #stdout: Writable;
+  readonly #maxLineBytes: number;
+  readonly #onRefused: ((problem: string) => void) | undefined;
+  #line: Buffer[] = [];
+  #lineBytes = 0;
+  /** Set while the rest of an oversized line is skipped: its first bytes. */
+  #oversized: Buffer | undefined;
+  #started = false;
+  #closed = false;
+
+  constructor(
+    stdin: Readable = process.stdin,
+    stdout: Writable = process.stdout,
+    options: LineTransportOptions = {},
+  ) {
+    this.#stdin = stdin;
+    this.#stdout = stdout;
+    this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
+    this.#onRefused = options.onRefused;
+  }
+
+  readonly #ondata = (chunk: Buffer): void => {
+    let start = 0;
+    for (let newline = chunk.indexOf(0x0a); newline !== -1; newline = chunk.indexOf(0x0a, start)) {
+      this.#append(chunk.subarray(start, newline));
+      this.#endLine();
+      start = newline + 1;
+    }
+    if (start < chunk.length) this.#append(chunk.subarray(start));
+  };
+
+  readonly #onstdinerror = (error: Error): void => {
+    this.onerror?.(error);
+  };
+
+  readonly #onstdouterror = (error: Error): void => {
+    if (this.#closed) return;
+    this.onerror?.(error);
+    void this.close();
+  };
+
+  readonly #onend = (): void => {
+    void this.close();
+  };
+
+  #append(part: Buffer): void {
+    if (part.length === 0) return;
+    if (this.#oversized !== undefined) return;
+    if (this.#lineBytes + part.length > this.#maxLineBytes) {
+      this.#oversized = Buffer.concat([...this.#line, part]).subarray(0, HEAD_BYTES);
+      this.#line = [];
+      this.#lineBytes = 0;
+      return;
+    }
+    this.#line.push(part);
+    this.#lineBytes += part.length;
+  }
+
+  #endLine(): void {
+    if (this.#oversized !== undefined) {
+      const head = this.#oversized.toString('utf8');
+      this.#oversized = undefined;
+      this.#refuse(
+        `Invalid Request: the message is larger than ${this.#maxLineBytes} bytes`,
+        rpcError(
+          leadingId(head),
+          RPC.invalidRequest,
+          `Invalid Request: the message is larger than ${this.#maxLineBytes} bytes`,
+        ),
+      );
+      return;
+    }
+    const text = Buffer.concat(this.#line).toString('utf8').replace(/\r$/, '');
+    this.#line = [];
+    this.#lineBytes = 0;
+    if (text.trim() === '') return;
+    const inspected = inspectText(text);
+    if (inspected.ok) this.onmessage?.(inspected.message);
+    else this.#refuse(inspected.problem, inspected.reply);
+  }
+
+  #refuse(problem: string, reply: JSONRPCMessage | undefined): void {
+    this.#onRefused?.(problem);
+    if (reply !== undefined && !this.#closed) {
+      this.send(reply).catch((error: unknown) => this.onerror?.(error as Error));
+    }
+  }
+
+  async start(): Promise<void> {
+    if (this.#started) throw new Error('LineTransport already started');
+    this.#started = true;
+    this.#stdin.on('data', this.#ondata);
+    this.#stdin.on('error', this.#onstdinerror);
+    this.#stdin.on('end', this.#onend);
+    this.#stdin.on('close', this.#onend);
+    this.#stdout.on('error', this.#onstdouterror);
+    if (this.#stdin.readableEnded || this.#stdin.destroyed) setImmediate(this.#onend);
+  }
+
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#stdin.off('data', this.#ondata);
+    this.#stdin.off('error', this.#onstdinerror);
+    this.#stdin.off('end', this.#onend);
+    this.#stdin.off('close', this.#onend);
+    // Late write failures (a client that went away) must not crash the process.
+    this.#stdout.off('error', this.#onstdouterror);
+    this.#stdout.on('error', () => undefined);
+    if (this.#stdin.listenerCount('data') === 0) this.#stdin.pause();
+    this.#line = [];
+    this.onclose?.();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error('the stdio transport is closed'));
+    return new Promise((resolve, reject) => {
+      const onError = (error: Error): void => {
+        this.#stdout.off('drain', onDrain);
+        reject(error);
+      };
+      const onDrain = (): void => {
+        this.#stdout.off('error', onError);
+        resolve();
+      };
+      this.#stdout.once('error', onError);
+      if (this.#stdout.write(`${JSON.stringify(message)}\n`)) {
+        this.#stdout.off('error', onError);
+        resolve();
+      } else {
+        this.#stdout.once('drain', onDrain);
+      }
+    });
+  }
+}
