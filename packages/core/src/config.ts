@@ -324,10 +324,12 @@ export function loadConfig<S extends z.ZodObject>(
     for (const issue of result.error.issues) {
       const key = String(issue.path[0] ?? '(config)');
       // zod messages never contain the received value, but be explicit for secrets.
+      // A secret's problem is told only by a check that promises not to repeat the value.
+      const safe = (issue as { params?: { safe?: unknown } }).params?.safe === true;
       const message =
         input[key] === undefined && issue.code === 'invalid_type'
           ? `required (set ${key} or ${key}_FILE)`
-          : secrets.has(key)
+          : secrets.has(key) && !safe
             ? 'invalid value (hidden: secret)'
             : issue.message;
       problems.push(`${key}: ${message}`);
@@ -412,6 +414,63 @@ export function loadConfig<S extends z.ZodObject>(
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** Edit distance between two names (insertions, deletions, substitutions). */
+function distance(a: string, b: string): number {
+  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    const current = [i];
+    for (let j = 1; j <= b.length; j++) {
+      current[j] = Math.min(
+        previous[j]! + 1,
+        current[j - 1]! + 1,
+        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+      );
+    }
+    previous = current;
+  }
+  return previous[b.length]!;
+}
+
+/**
+ * Variables other software sets under the same prefixes (GitHub Actions, the postgres image):
+ * not a misspelling of ours, so not worth a warning.
+ */
+const FOREIGN_VARIABLES =
+  /^(?:GITHUB_(?:ACTIONS?|ACTION_\w+|ACTOR(?:_ID)?|API_URL_\w+|BASE_REF|ENV|EVENT_\w+|GRAPHQL_URL|HEAD_REF|JOB|OUTPUT|PATH|REF(?:_\w+)?|REPOSITORY(?:_\w+)?|RETENTION_DAYS|RUN_\w+|SERVER_URL|SHA|STATE|STEP_SUMMARY|TRIGGERING_ACTOR|WORKFLOW(?:_\w+)?|WORKSPACE)|POSTGRES_(?:PASSWORD|USER|DB|INITDB_\w+|HOST_AUTH_METHOD)(?:_FILE)?)$/;
+
+/**
+ * Variables that look meant for this server but that it does not know — `GATEHOUSE_*` and the
+ * prefixes of its own keys (`POSTGRES_*`) — each with the closest known name when one is near:
+ * a misspelling (`POSTGRES_MASK_COLUMN`) would otherwise be ignored without a word, and with it
+ * the protection the operator asked for.
+ */
+export function unknownVariables(
+  schema: z.ZodObject,
+  env: Readonly<Record<string, string | undefined>>,
+): Array<{ name: string; suggestion?: string }> {
+  const known = Object.keys(schema.shape);
+  const prefixes = new Set(known.map((k) => `${k.split('_')[0]!}_`));
+  const accepted = new Set(known.flatMap((k) => [k, `${k}_FILE`]));
+  const unknown: Array<{ name: string; suggestion?: string }> = [];
+  for (const name of Object.keys(env).sort()) {
+    if (accepted.has(name) || ![...prefixes].some((p) => name.startsWith(p))) continue;
+    if (FOREIGN_VARIABLES.test(name)) continue;
+    const bare = name.replace(/_FILE$/, '');
+    let best: { key: string; d: number } | undefined;
+    for (const key of known) {
+      const d = distance(bare, key);
+      if (best === undefined || d < best.d) best = { key, d };
+    }
+    const near = best !== undefined && best.d <= Math.max(2, Math.floor(best.key.length / 4));
+    unknown.push(
+      near
+        ? { name, suggestion: name.endsWith('_FILE') ? `${best!.key}_FILE` : best!.key }
+        : { name },
+    );
+  }
+  return unknown;
 }
 
 /** One configured API key: the SHA-256 of the key (hex), never the key. */

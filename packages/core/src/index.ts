@@ -28,6 +28,7 @@ export {
   redactConfig,
   secret,
   secretKeys,
+  unknownVariables,
 } from './config.js';
 export type { ApiKey, BaseConfig, ConfigVariable, LoadConfigOptions } from './config.js';
 export {

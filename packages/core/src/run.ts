@@ -4,7 +4,8 @@ import type * as z from 'zod';
 import { fdSink, AuditLog } from '@gatehouse/audit';
 import { auditMessage, lifecycleEntry, openAuditLog, scopeDeniedEntry } from './audit.js';
 import type { AuditWriter } from './audit.js';
-import { loadConfig, redactConfig, secretKeys } from './config.js';
+import { loadConfig, redactConfig, secretKeys, unknownVariables } from './config.js';
+import { MIN_SECRET_LENGTH } from './secrets.js';
 import type { BaseConfig } from './config.js';
 import type { ReadyResult, ServerDefinition, ToolDefinition } from './define.js';
 import { ConfigError } from './errors.js';
@@ -153,6 +154,22 @@ export async function runServer<S extends z.ZodObject>(
     level: base.GATEHOUSE_LOG_LEVEL,
     redact: secretKeys(options.schema).map((k) => `config.${k}`),
   });
+  // Configuration that parses but is probably not what the operator meant: said at once.
+  for (const { name, suggestion } of unknownVariables(options.schema, env)) {
+    logger.warn(
+      { variable: name, ...(suggestion === undefined ? {} : { suggestion }) },
+      `unknown variable ${name} is ignored${suggestion === undefined ? '' : `: did you mean ${suggestion}?`}`,
+    );
+  }
+  for (const key of secretKeys(options.schema)) {
+    const value = (config as Record<string, unknown>)[key];
+    if (typeof value === 'string' && value.length < MIN_SECRET_LENGTH) {
+      logger.warn(
+        { variable: key },
+        `${key} is shorter than ${MIN_SECRET_LENGTH} characters: it cannot be told apart from ordinary text, so it is not redacted from output`,
+      );
+    }
+  }
 
   let definition: ServerDefinition;
   try {

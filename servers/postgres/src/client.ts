@@ -1,5 +1,6 @@
 import { PolicyError, ToolError, UpstreamError } from '@gatehouse/core';
 import type { Logger, ReadyResult } from '@gatehouse/core';
+import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
 import type { PostgresConfig } from './config.js';
@@ -7,7 +8,7 @@ import { isMasked, parseMaskPatterns } from './masking.js';
 import type { MaskPattern } from './masking.js';
 import { checkRole, describeFindings } from './role-check.js';
 import type { RoleReport } from './role-check.js';
-import type { CatalogLookup, MaskedColumn } from './sql-policy.js';
+import type { CatalogLookup, MaskedColumn, Reached, ReachedFunction } from './sql-policy.js';
 
 /** What a database call needs from the tool call: its abort signal and deadline. */
 export interface CallBounds {
@@ -155,6 +156,106 @@ export function databaseName(url: string): string {
   );
 }
 
+/** Entries of the reached-functions cache (one per distinct set of names in statements). */
+const CATALOG_CACHE_ENTRIES = 1_000;
+
+/**
+ * Every function PostgreSQL may run for a statement, from the names it uses (as schema and name
+ * arrays: functions $1/$2, operators $3/$4, relations $5/$6, types $7/$8). A recursive walk
+ * over the catalog: a called function's result type; an operator's functions and result type;
+ * an aggregate's support functions (its own pg_proc row says nothing of them); a relation's
+ * column types and what its view rules, row-security policies and virtual generated columns
+ * depend on; a type's base, element, attribute and range subtypes, its input/output functions,
+ * its domain checks and default. Then every cast whose source and target are both among the
+ * types reached (explicit casts name their target; implicit ones convert between types already
+ * there). Built-in pg_catalog types and operators are not expanded: only a superuser can change
+ * what they run, and none of their support functions is volatile.
+ */
+const REACHED_FUNCTIONS = `WITH RECURSIVE obj(kind, oid, via) AS (
+  SELECT 'f'::text, p.oid, 'call'::text
+    FROM unnest($1::text[], $2::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_proc p ON p.proname = w.name AND p.pronamespace = n.oid
+  UNION
+  SELECT 'o', o.oid, 'operator'
+    FROM unnest($3::text[], $4::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_operator o ON o.oprname = w.name AND o.oprnamespace = n.oid
+  UNION
+  SELECT 'r', c.oid, 'relation'
+    FROM unnest($5::text[], $6::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_class c ON c.relname = w.name AND c.relnamespace = n.oid
+  UNION
+  SELECT 't', t.oid, 'type'
+    FROM unnest($7::text[], $8::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_type t ON t.typname = w.name AND t.typnamespace = n.oid
+  UNION
+  SELECT e.kind, e.oid, e.via FROM obj, LATERAL (
+    SELECT 'g'::text, x, 'operator' FROM pg_catalog.pg_operator o, unnest(ARRAY[o.oprcode::oid, o.oprrest::oid, o.oprjoin::oid]) x
+      WHERE obj.kind = 'o' AND o.oid = obj.oid AND o.oprnamespace <> 'pg_catalog'::regnamespace
+    UNION ALL SELECT 't', o.oprresult, 'operator' FROM pg_catalog.pg_operator o WHERE obj.kind = 'o' AND o.oid = obj.oid
+    UNION ALL SELECT 'g', x, 'aggregate support' FROM pg_catalog.pg_aggregate a,
+      unnest(ARRAY[a.aggtransfn, a.aggfinalfn, a.aggcombinefn, a.aggserialfn, a.aggdeserialfn, a.aggmtransfn, a.aggminvtransfn, a.aggmfinalfn]::oid[]) x
+      WHERE obj.kind IN ('f', 'g') AND a.aggfnoid = obj.oid
+    UNION ALL SELECT 't', p.prorettype, 'result' FROM pg_catalog.pg_proc p WHERE obj.kind = 'f' AND p.oid = obj.oid
+    UNION ALL SELECT 't', a.atttypid, 'column' FROM pg_catalog.pg_attribute a WHERE obj.kind = 'r' AND a.attrelid = obj.oid AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL SELECT CASE d.refclassid WHEN 'pg_catalog.pg_proc'::regclass THEN 'f' WHEN 'pg_catalog.pg_operator'::regclass THEN 'o' WHEN 'pg_catalog.pg_type'::regclass THEN 't' ELSE 'r' END,
+        d.refobjid, 'view'
+      FROM pg_catalog.pg_rewrite w JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = w.oid
+      WHERE obj.kind = 'r' AND w.ev_class = obj.oid AND d.refobjid <> obj.oid
+        AND d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass, 'pg_catalog.pg_type'::regclass, 'pg_catalog.pg_class'::regclass)
+    UNION ALL SELECT CASE d.refclassid WHEN 'pg_catalog.pg_proc'::regclass THEN 'f' WHEN 'pg_catalog.pg_operator'::regclass THEN 'o' ELSE 't' END,
+        d.refobjid, 'row security policy'
+      FROM pg_catalog.pg_policy pol JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_policy'::regclass AND d.objid = pol.oid
+      WHERE obj.kind = 'r' AND pol.polrelid = obj.oid AND d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass, 'pg_catalog.pg_type'::regclass)
+    UNION ALL SELECT CASE d.refclassid WHEN 'pg_catalog.pg_proc'::regclass THEN 'f' WHEN 'pg_catalog.pg_operator'::regclass THEN 'o' ELSE 't' END,
+        d.refobjid, 'generated column'
+      FROM pg_catalog.pg_attrdef ad JOIN pg_catalog.pg_attribute att ON att.attrelid = ad.adrelid AND att.attnum = ad.adnum AND att.attgenerated = 'v'
+      JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_attrdef'::regclass AND d.objid = ad.oid
+      WHERE obj.kind = 'r' AND ad.adrelid = obj.oid AND d.refclassid IN ('pg_catalog.pg_proc'::regclass, 'pg_catalog.pg_operator'::regclass, 'pg_catalog.pg_type'::regclass)
+    UNION ALL SELECT 't', x, 'type' FROM pg_catalog.pg_type t, unnest(ARRAY[t.typbasetype, t.typelem]) x WHERE obj.kind = 't' AND t.oid = obj.oid AND t.typnamespace <> 'pg_catalog'::regnamespace
+    UNION ALL SELECT 't', a.atttypid, 'type' FROM pg_catalog.pg_type t JOIN pg_catalog.pg_attribute a ON a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped WHERE obj.kind = 't' AND t.oid = obj.oid AND t.typnamespace <> 'pg_catalog'::regnamespace
+    UNION ALL SELECT 't', r.rngsubtype, 'type' FROM pg_catalog.pg_range r WHERE obj.kind = 't' AND r.rngtypid = obj.oid
+    UNION ALL SELECT 'g', x, 'type input/output' FROM pg_catalog.pg_type t, unnest(ARRAY[t.typinput, t.typoutput, t.typreceive, t.typsend, t.typmodin, t.typmodout, t.typsubscript]::oid[]) x WHERE obj.kind = 't' AND t.oid = obj.oid AND t.typnamespace <> 'pg_catalog'::regnamespace
+    UNION ALL SELECT 'g', d.refobjid, 'domain constraint' FROM pg_catalog.pg_constraint c JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_constraint'::regclass AND d.objid = c.oid AND d.refclassid = 'pg_catalog.pg_proc'::regclass WHERE obj.kind = 't' AND c.contypid = obj.oid
+    UNION ALL SELECT 'g', d.refobjid, 'domain default' FROM pg_catalog.pg_depend d WHERE obj.kind = 't' AND d.classid = 'pg_catalog.pg_type'::regclass AND d.objid = obj.oid AND d.refclassid = 'pg_catalog.pg_proc'::regclass
+  ) e(kind, oid, via) WHERE e.oid <> 0
+),
+-- Casts between two types the query involves: an explicit cast names its target, an implicit one
+-- converts between types already there (a column's, a literal's target).
+fn AS (
+  SELECT oid, via FROM obj WHERE kind IN ('f', 'g')
+  UNION ALL
+  SELECT c.castfunc, 'cast' FROM pg_catalog.pg_cast c
+   WHERE c.castfunc <> 0 AND c.castsource IN (SELECT oid FROM obj WHERE kind = 't')
+     AND c.casttarget IN (SELECT oid FROM obj WHERE kind = 't')
+),
+fns AS (SELECT oid, min(via) AS via FROM fn GROUP BY oid)
+SELECT 'function' AS kind, n.nspname AS schema, p.proname AS name, p.oid::regprocedure::text AS signature,
+       p.provolatile = 'v' AS volatile, p.prosecdef AS definer,
+       (SELECT fns.via FROM fns WHERE fns.oid = p.oid) AS via, NULL::text AS definition
+FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+WHERE p.oid = ANY (ARRAY(SELECT oid FROM fns))
+UNION ALL
+-- The views read, with their definitions: what they call among the built-in functions is not in
+-- pg_depend (built-ins are pinned), so the policy parses the definitions.
+SELECT 'view', n.nspname, c.relname, NULL, NULL, NULL, 'view', pg_catalog.pg_get_viewdef(c.oid)
+FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+WHERE c.relkind = 'v' AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))`;
+
+/** The session-state check after ROLLBACK (see rollbackAndCheck); $clean is filled in. */
+const SESSION_CHECK = `SELECT pg_catalog.concat_ws(', ',
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory') THEN 'advisory locks' END,
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE from_sql OR name <> 'gatehouse_reached_functions') THEN 'prepared statements' END,
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_cursors) THEN 'open cursors' END,
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN 'LISTEN channels' END,
+  CASE WHEN (SELECT coalesce(pg_catalog.string_agg(name || '=' || setting, ',' ORDER BY name), '') FROM pg_catalog.pg_settings WHERE source = 'session') <> $clean THEN 'changed settings' END,
+  CASE WHEN pg_catalog.pg_my_temp_schema() <> 0 AND EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()) THEN 'temporary objects' END,
+  CASE WHEN current_user <> session_user THEN 'another role' END
+) AS dirty`;
+
 /** Oid → type name of the built-in types, for column descriptions. */
 type TypeNames = Map<number, string>;
 
@@ -173,14 +274,24 @@ export class PostgresDatabase {
   private verification: Verification = { state: 'pending' };
   private verifying: Promise<void> | undefined;
   private readonly typeNames: TypeNames = new Map();
-  private readonly functionCache = new Map<string, { volatile: boolean; at: number }>();
-  private readonly operatorCache = new Map<string, { volatile: boolean; at: number }>();
+  /**
+   * What each set of names a statement uses reaches in the catalog. Keyed by names taken from
+   * the model's SQL, so bounded: least recently used entries go, and none outlives the TTL.
+   */
+  private readonly reachedCache: LRUCache<string, Reached> | undefined;
   private maskCache: { columns: readonly MaskedColumn[]; at: number } | undefined;
   private readonly beginPrefix: string;
+  /** The session settings a clean connection has (set in onConnect), as the check reads them. */
+  private readonly cleanSettings: string;
 
   private overrideListener: ((report: RoleReport) => void) | undefined;
 
-  constructor(config: PostgresConfig, logger: Logger, schemas: readonly string[]) {
+  constructor(
+    config: PostgresConfig,
+    logger: Logger,
+    schemas: readonly string[],
+    options: { catalogCacheEntries?: number } = {},
+  ) {
     this.config = config;
     this.logger = logger;
     this.schemas = schemas;
@@ -206,6 +317,14 @@ export class PostgresDatabase {
     });
     const path = this.schemas.map((s) => pg.escapeIdentifier(s)).join(', ');
     this.beginPrefix = `BEGIN READ ONLY; SET LOCAL search_path = ${path}; SET LOCAL lock_timeout = ${config.POSTGRES_LOCK_TIMEOUT_MS}`;
+    this.cleanSettings = `default_transaction_read_only=on,statement_timeout=${config.POSTGRES_STATEMENT_TIMEOUT_MS}`;
+    this.reachedCache =
+      config.POSTGRES_CATALOG_TTL_MS === 0
+        ? undefined
+        : new LRUCache({
+            max: options.catalogCacheEntries ?? CATALOG_CACHE_ENTRIES,
+            ttl: config.POSTGRES_CATALOG_TTL_MS,
+          });
   }
 
   /**
@@ -238,6 +357,7 @@ export class PostgresDatabase {
         throw refusal;
       }
       await this.loadTypeNames(client);
+      await this.warnAboutSchemas(client);
       const overridden = report.findings.length > 0;
       this.verification = { state: 'passed', report, overridden };
       if (overridden) this.overrideListener?.(report);
@@ -247,6 +367,24 @@ export class PostgresDatabase {
       throw error instanceof PrivilegedRoleError ? error : translateError(error);
     } finally {
       client.release(failed);
+    }
+  }
+
+  /** A configured schema that does not exist (a typo?) or that the role cannot use: a warning. */
+  private async warnAboutSchemas(client: pg.ClientBase): Promise<void> {
+    const found = await client.query<{ schema: string; exists: boolean }>(
+      `SELECT s AS schema, n.oid IS NOT NULL AS exists
+       FROM unnest($1::text[]) s LEFT JOIN pg_catalog.pg_namespace n ON n.nspname = s
+       WHERE n.oid IS NULL OR NOT pg_catalog.has_schema_privilege(n.oid, 'USAGE')`,
+      [this.schemas],
+    );
+    for (const { schema, exists } of found.rows) {
+      this.logger.warn(
+        { schema, database: this.database },
+        exists
+          ? `POSTGRES_SCHEMAS: the role has no USAGE on schema "${schema}": its tables cannot be read`
+          : `POSTGRES_SCHEMAS: schema "${schema}" does not exist in database "${this.database}" (a typo?)`,
+      );
     }
   }
 
@@ -314,7 +452,17 @@ export class PostgresDatabase {
       bounds.signal.removeEventListener('abort', onAbort);
       if (spoiled === undefined) {
         try {
-          await client.query('ROLLBACK');
+          // Back to the pool only in a clean session state: what a function may have left
+          // behind past ROLLBACK (a session advisory lock, a prepared statement, …) is found in
+          // the same round trip, and the connection is destroyed instead.
+          const dirty = await this.rollbackAndCheck(client);
+          if (dirty !== '') {
+            spoiled = new Error(`session left dirty: ${dirty}`);
+            this.logger.warn(
+              { dirty },
+              'a call left session state behind (a function doing more than it declares); the connection was destroyed',
+            );
+          }
         } catch (error) {
           spoiled = error;
         }
@@ -322,6 +470,18 @@ export class PostgresDatabase {
       // release(true) destroys the connection: whatever state an error left it in dies with it.
       client.release(spoiled !== undefined);
     }
+  }
+
+  /**
+   * ROLLBACK, then — in the same round trip — what the session kept that a clean one does not:
+   * session advisory locks, prepared statements, open cursors, LISTEN channels, changed
+   * settings, temporary objects, another role. Returns what it found ('' when clean).
+   */
+  private async rollbackAndCheck(client: PoolClient): Promise<string> {
+    const results = (await client.query(
+      `ROLLBACK; ${SESSION_CHECK.replace('$clean', pg.escapeLiteral(this.cleanSettings))}`,
+    )) as unknown as Array<{ rows: Array<{ dirty: string }> }>;
+    return results[1]?.rows[0]?.dirty ?? 'the session check did not answer';
   }
 
   /** A pooled connection inside `BEGIN READ ONLY` with this call's settings. */
@@ -371,48 +531,51 @@ export class PostgresDatabase {
     }
   }
 
-  /** Catalog lookups for the SQL policy, cached for POSTGRES_CATALOG_TTL_MS. */
+  /** Entries in the catalog cache now (bounded by the cache's size). */
+  get catalogCacheSize(): number {
+    return this.reachedCache?.size ?? 0;
+  }
+
+  /** Catalog lookups for the SQL policy, cached (bounded, for POSTGRES_CATALOG_TTL_MS). */
   catalog(client: pg.ClientBase): CatalogLookup {
     const ttl = this.config.POSTGRES_CATALOG_TTL_MS;
     const fresh = (at: number): boolean => Date.now() - at < ttl;
-    const cached = async (
-      cache: Map<string, { volatile: boolean; at: number }>,
-      keys: readonly string[],
-      sql: string,
-    ): Promise<ReadonlyMap<string, boolean>> => {
-      const missing = keys.filter((k) => {
-        const hit = cache.get(k);
-        return hit === undefined || !fresh(hit.at);
-      });
-      if (missing.length > 0) {
-        const now = Date.now();
-        const rows = await client.query<{ key: string; volatile: boolean }>(sql, [missing]);
-        for (const key of missing) cache.set(key, { volatile: false, at: now });
-        for (const row of rows.rows) cache.set(row.key, { volatile: row.volatile, at: now });
-      }
-      return new Map(keys.map((k) => [k, cache.get(k)!.volatile]));
-    };
     return {
-      functionVolatility: (keys) =>
-        cached(
-          this.functionCache,
-          keys,
-          `SELECT n.nspname || '.' || p.proname AS key, bool_or(p.provolatile = 'v') AS volatile
-           FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
-           WHERE n.nspname || '.' || p.proname = ANY($1::text[])
-           GROUP BY 1`,
-        ),
-      operatorVolatility: (keys) =>
-        cached(
-          this.operatorCache,
-          keys,
-          `SELECT n.nspname || '.' || o.oprname AS key, bool_or(p.provolatile = 'v') AS volatile
-           FROM pg_catalog.pg_operator o
-           JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode
-           JOIN pg_catalog.pg_namespace n ON n.oid = o.oprnamespace
-           WHERE n.nspname || '.' || o.oprname = ANY($1::text[])
-           GROUP BY 1`,
-        ),
+      reached: async (objects) => {
+        const key = JSON.stringify([
+          objects.functions,
+          objects.operators,
+          objects.relations,
+          objects.types,
+        ]);
+        const hit = this.reachedCache?.get(key);
+        if (hit !== undefined) return hit;
+        const split = (names: readonly string[]) => [
+          names.map((n) => n.slice(0, n.lastIndexOf('.'))),
+          names.map((n) => n.slice(n.lastIndexOf('.') + 1)),
+        ];
+        const found = await client.query<
+          | ({ kind: 'function' } & ReachedFunction)
+          | { kind: 'view'; schema: string; name: string; definition: string }
+        >({
+          // Named: planned once per connection, not per query.
+          name: 'gatehouse_reached_functions',
+          text: REACHED_FUNCTIONS,
+          values: [
+            ...split(objects.functions),
+            ...split(objects.operators),
+            ...split(objects.relations),
+            ...split(objects.types),
+          ],
+        });
+        const reached: Reached = { functions: [], views: [] };
+        for (const row of found.rows) {
+          if (row.kind === 'view') reached.views.push(row);
+          else reached.functions.push(row);
+        }
+        this.reachedCache?.set(key, reached);
+        return reached;
+      },
       maskedColumns: async () => {
         if (this.maskPatterns.length === 0) return [];
         if (this.maskCache !== undefined && fresh(this.maskCache.at)) return this.maskCache.columns;

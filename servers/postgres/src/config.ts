@@ -4,12 +4,58 @@ import * as z from 'zod';
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
 const MASK_PATTERN = /^(?:(?:\*|[A-Za-z_][\w$]*)\.)?(?:\*|[A-Za-z_][\w$]*)\.[A-Za-z_][\w$]*$/;
 
+const ENCODE_HINT =
+  'percent-encode / @ # ? : % and spaces in the user name and password (encodeURIComponent)';
+
+/**
+ * Why a connection URL cannot be used as written, in words that never repeat it: a URL parser
+ * reads an unencoded `/`, `#` or `?` in a password as the end of the host part, so the password
+ * would be reported as a host name or the whole URL printed in an "Invalid URL" error.
+ */
+function connectionUrlProblem(value: string): string | undefined {
+  const rest = value.replace(/^postgres(?:ql)?:\/\//, '');
+  const end = rest.search(/[/?#]/);
+  const authority = end === -1 ? rest : rest.slice(0, end);
+  const path = end === -1 ? '' : rest.slice(end).split(/[?#]/)[0]!;
+  // An @ after the end of the host part: the user information held a /, ? or #.
+  if (
+    rest.includes('#') ||
+    path.includes('@') ||
+    (!authority.includes('@') && rest.includes('@'))
+  ) {
+    return `a / # or ? in the user name or password ends the host part early: ${ENCODE_HINT}`;
+  }
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    return `not a valid connection URL: ${ENCODE_HINT}`;
+  }
+  if (url.hostname === '' && !url.searchParams.has('host')) {
+    return 'no host (postgres://user:password@host:5432/database, or ?host=/socket/dir)';
+  }
+  try {
+    decodeURIComponent(url.username);
+    decodeURIComponent(url.password);
+    decodeURIComponent(url.pathname);
+  } catch {
+    return `a % that is not a valid percent-encoding: ${ENCODE_HINT}`;
+  }
+  return undefined;
+}
+
 /** The Postgres server's configuration: the core's keys plus `POSTGRES_*`. */
 export const PostgresConfigSchema = defineConfig({
   POSTGRES_URL: secret(
     z
       .string()
-      .regex(/^postgres(?:ql)?:\/\//, 'expected a postgres:// or postgresql:// connection URL'),
+      .regex(/^postgres(?:ql)?:\/\//, 'expected a postgres:// or postgresql:// connection URL')
+      .superRefine((value, ctx) => {
+        const problem = connectionUrlProblem(value);
+        // The message never contains the value; `safe` lets it through the secret filter.
+        if (problem !== undefined)
+          ctx.addIssue({ code: 'custom', message: problem, params: { safe: true } });
+      }),
   ).describe(
     'Connection URL of the read-only role (postgres://user:password@host:5432/db?sslmode=verify-full).',
   ),

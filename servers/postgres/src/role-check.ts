@@ -8,7 +8,7 @@ import type { ClientBase } from 'pg';
 
 /** One reason the role is too powerful. */
 export interface RoleFinding {
-  /** `superuser`, `attribute`, `predefined_role`, `owner`, `privilege`, `schema_create`, `database_create`, `sequence`. */
+  /** `superuser`, `attribute`, `predefined_role`, `owner`, `privilege`, `schema_create`, `database_create`, `sequence`, `security_definer`. */
   readonly kind: string;
   /** The role that holds it (the configured role or one it can act as). */
   readonly role: string;
@@ -39,13 +39,13 @@ const WRITING_PREDEFINED_ROLES = [
 
 const TABLE_PRIVILEGES = ['INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER'];
 
-// The roles whose privileges the current role can use: itself and every role it is a member
-// of, directly or not — whether it inherits their privileges or must SET ROLE first. MEMBER
-// also counts a PostgreSQL 16 grant WITH INHERIT FALSE, SET FALSE, which over-reports on the
-// safe side and works on every supported version.
+// The roles whose privileges the role $1 can use: itself and every role it is a member of,
+// directly or not — whether it inherits their privileges or must SET ROLE first. MEMBER also
+// counts a PostgreSQL 16 grant WITH INHERIT FALSE, SET FALSE, which over-reports on the safe
+// side and works on every supported version.
 const ACTING_ROLES = `
   SELECT r.oid, r.rolname FROM pg_catalog.pg_roles r
-  WHERE pg_catalog.pg_has_role(current_user, r.oid, 'MEMBER')`;
+  WHERE pg_catalog.pg_has_role($1::name, r.oid, 'MEMBER')`;
 
 const USER_NAMESPACES = `
   SELECT n.oid FROM pg_catalog.pg_namespace n
@@ -59,12 +59,74 @@ const QUALIFIED = `pg_catalog.format('%I.%I', (SELECT nspname FROM pg_catalog.pg
 
 /** Runs the check with `client` (connected as the configured role). */
 export async function checkRole(client: ClientBase): Promise<RoleReport> {
-  const findings: RoleFinding[] = [];
-  const warnings: string[] = [];
   const who = await client.query<{ role: string; database: string }>(
     'SELECT current_user AS role, current_database() AS database',
   );
   const { role, database } = who.rows[0]!;
+  const { findings, warnings } = await roleFindings(client, role);
+  findings.push(...(await definerFindings(client, role)));
+  return { role, database, findings, warnings };
+}
+
+/**
+ * SECURITY DEFINER functions the role can execute (EXECUTE is granted to PUBLIC by default)
+ * whose owner can write: calling one runs its body with the owner's rights — a COPY … TO
+ * PROGRAM, a write — whatever the caller may do and whatever its volatility label says. Each is
+ * a finding with the REVOKE that closes it.
+ */
+async function definerFindings(client: ClientBase, role: string): Promise<RoleFinding[]> {
+  const definers = await client.query<{
+    fn: string;
+    owner: string;
+    superuser: boolean;
+    grantees: string[];
+  }>(
+    `SELECT pg_catalog.format('%I.%I(%s)', (SELECT nspname FROM pg_catalog.pg_namespace WHERE oid = p.pronamespace),
+                              p.proname, pg_catalog.pg_get_function_identity_arguments(p.oid)) AS fn,
+            pg_catalog.pg_get_userbyid(p.proowner) AS owner,
+            (SELECT rolsuper FROM pg_catalog.pg_roles WHERE oid = p.proowner) AS superuser,
+            ARRAY(SELECT CASE WHEN a.grantee = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(pg_catalog.pg_get_userbyid(a.grantee)) END
+                  FROM pg_catalog.aclexplode(coalesce(p.proacl, pg_catalog.acldefault('f', p.proowner))) a
+                  WHERE a.privilege_type = 'EXECUTE'
+                    AND (a.grantee = 0 OR pg_catalog.pg_has_role($1::name, a.grantee, 'MEMBER'))
+                  ORDER BY 1) AS grantees
+     FROM pg_catalog.pg_proc p
+     WHERE p.prosecdef AND p.pronamespace IN (${USER_NAMESPACES})
+       AND p.proowner <> (SELECT oid FROM pg_catalog.pg_roles WHERE rolname = $1::name)
+       AND pg_catalog.has_function_privilege($1::name, p.oid, 'EXECUTE')
+     ORDER BY 1
+     LIMIT ${LIMIT}`,
+    [role],
+  );
+  const owners = new Map<string, boolean>();
+  const found: RoleFinding[] = [];
+  for (const d of definers.rows) {
+    if (!owners.has(d.owner)) {
+      // What the owner can do through the function, ownership of its own functions aside.
+      const owner = d.superuser ? undefined : await roleFindings(client, d.owner);
+      owners.set(
+        d.owner,
+        owner === undefined ||
+          owner.findings.some((f) => !(f.kind === 'owner' && f.detail.startsWith('owns function'))),
+      );
+    }
+    if (!owners.get(d.owner)) continue;
+    found.push({
+      kind: 'security_definer',
+      role,
+      detail: `EXECUTE on SECURITY DEFINER function ${d.fn}, owned by ${d.owner}, who can write (run: REVOKE EXECUTE ON FUNCTION ${d.fn} FROM ${d.grantees.join(', ')};)`,
+    });
+  }
+  return found;
+}
+
+/** What the role `role` (and every role it can act as) can change. */
+async function roleFindings(
+  client: ClientBase,
+  role: string,
+): Promise<{ findings: RoleFinding[]; warnings: string[] }> {
+  const findings: RoleFinding[] = [];
+  const warnings: string[] = [];
 
   const attributes = await client.query<{
     rolname: string;
@@ -76,6 +138,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
   }>(
     `SELECT r.rolname, r.rolsuper, r.rolcreaterole, r.rolcreatedb, r.rolreplication, r.rolbypassrls
      FROM pg_catalog.pg_roles r JOIN (${ACTING_ROLES}) a ON a.oid = r.oid ORDER BY r.rolname`,
+    [role],
   );
   for (const r of attributes.rows) {
     if (r.rolsuper) findings.push({ kind: 'superuser', role: r.rolname, detail: 'is a superuser' });
@@ -112,6 +175,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
      ) o ON true
      WHERE a.rolname <> 'pg_database_owner'
      LIMIT ${LIMIT}`,
+    [role],
   );
   for (const o of owned.rows) {
     findings.push({ kind: 'owner', role: o.rolname, detail: `owns ${o.object}` });
@@ -121,7 +185,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
     `SELECT a.rolname, p.privilege, ${QUALIFIED} AS object
      FROM (${ACTING_ROLES}) a
      CROSS JOIN pg_catalog.pg_class c
-     CROSS JOIN unnest($1::text[]) AS p(privilege)
+     CROSS JOIN unnest($2::text[]) AS p(privilege)
      WHERE c.relkind IN ('r', 'p', 'v', 'm', 'f')
        AND c.relnamespace IN (${USER_NAMESPACES})
        AND (pg_catalog.has_table_privilege(a.oid, c.oid, p.privilege)
@@ -129,7 +193,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
                 AND pg_catalog.has_any_column_privilege(a.oid, c.oid, p.privilege)))
      ORDER BY 3, 2
      LIMIT ${LIMIT}`,
-    [TABLE_PRIVILEGES],
+    [role, TABLE_PRIVILEGES],
   );
   for (const p of privileges.rows) {
     findings.push({ kind: 'privilege', role: p.rolname, detail: `${p.privilege} on ${p.object}` });
@@ -142,6 +206,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
        AND (pg_catalog.has_sequence_privilege(a.oid, c.oid, 'UPDATE')
             OR pg_catalog.has_sequence_privilege(a.oid, c.oid, 'USAGE'))
      LIMIT ${LIMIT}`,
+    [role],
   );
   for (const s of sequences.rows) {
     findings.push({
@@ -160,6 +225,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
      FROM (${ACTING_ROLES}) a
      WHERE pg_catalog.has_database_privilege(a.oid, current_database(), 'CREATE')
      LIMIT ${LIMIT}`,
+    [role],
   );
   for (const c of creates.rows) {
     findings.push({
@@ -168,7 +234,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
       detail: `CREATE on ${c.object}`,
     });
   }
-  return { role, database, findings, warnings };
+  return { findings, warnings };
 }
 
 /** The findings as one readable paragraph (first few of each kind). */

@@ -18,7 +18,9 @@ export type SqlRule =
   | 'explain_analyze'
   | 'function_denied'
   | 'function_volatile'
+  | 'function_definer'
   | 'operator_volatile'
+  | 'name_lookup'
   | 'schema_not_allowed'
   | 'system_catalog'
   | 'masked_column';
@@ -51,6 +53,20 @@ export interface ColumnReference {
   readonly topLevel: boolean;
 }
 
+/**
+ * A text that PostgreSQL resolves to a catalog object by name — a cast to `regclass` and the other
+ * reg* types, `to_regclass()` and its siblings, a function that takes an object's name: whether
+ * it resolves (or errors) tells whether the object exists, so its schema must be an allowed one.
+ */
+export interface NameLookup {
+  /** What looks the name up, for the message (`::regclass`, `to_regclass()`). */
+  readonly via: string;
+  /** The constant text looked up; undefined when it is an expression (unknown until run). */
+  readonly value: string | undefined;
+  /** Whether the text names a schema itself (`::regnamespace`, `has_schema_privilege()`). */
+  readonly schema: boolean;
+}
+
 /** What one accepted statement contains. */
 export interface SqlAnalysis {
   readonly kind: 'select' | 'explain';
@@ -60,6 +76,10 @@ export interface SqlAnalysis {
   readonly statement: string;
   readonly functions: readonly QualifiedName[];
   readonly operators: readonly QualifiedName[];
+  /** Every type the statement names (casts, typed literals, column definition lists). */
+  readonly types: readonly QualifiedName[];
+  /** Texts resolved to catalog objects by name (see {@link NameLookup}). */
+  readonly nameLookups: readonly NameLookup[];
   /** Tables, views and CTE references in FROM clauses (CTE names included, unqualified). */
   readonly relations: readonly QualifiedName[];
   readonly cteNames: ReadonlySet<string>;
@@ -81,6 +101,27 @@ export interface SqlAnalysis {
   /** The highest `$n` the statement uses (0 for none). */
   readonly parameterCount: number;
 }
+
+/** The reg* types: a text cast to one is looked up by name in the catalog. */
+const REG_TYPES = new Set([
+  'regclass',
+  'regtype',
+  'regproc',
+  'regprocedure',
+  'regoper',
+  'regoperator',
+  'regnamespace',
+  'regrole',
+  'regconfig',
+  'regdictionary',
+  'regcollation',
+]);
+
+/** Functions that look up catalog objects by a name given as text. */
+const NAME_FUNCTIONS =
+  /^(?:to_reg\w+|has_\w+_privilege|pg_(?:relation|table|indexes|total_relation)_size|pg_relation_file(?:node|path)|pg_get_viewdef|pg_get_serial_sequence|obj_description|col_description|shobj_description)$/;
+/** …of which these take a schema's name. */
+const SCHEMA_NAME_FUNCTIONS = /^(?:to_regnamespace|has_schema_privilege)$/;
 
 /** Statement nodes that change data; one anywhere (a CTE, a sub-statement) refuses the query. */
 const WRITE_NODES = new Set(['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt']);
@@ -228,6 +269,15 @@ function collect(
 ): SqlAnalysis {
   const functions: QualifiedName[] = [];
   const operators: QualifiedName[] = [];
+  const types: QualifiedName[] = [];
+  const nameLookups: NameLookup[] = [];
+  // The constant text of an argument, '' marking a number (an oid: no name to look up).
+  const constantText = (arg: unknown): string | undefined => {
+    const value = isNode(arg) && isNode(arg.A_Const) ? arg.A_Const : undefined;
+    if (value === undefined) return undefined;
+    if (isNode(value.sval) && typeof value.sval.sval === 'string') return value.sval.sval;
+    return isNode(value.ival) || isNode(value.fval) ? '' : undefined;
+  };
   const relations: QualifiedName[] = [];
   const cteNames = new Set<string>();
   const rowNames = new Set<string>();
@@ -301,9 +351,39 @@ function collect(
       }
       const body = raw;
       switch (key) {
-        case 'FuncCall':
-          functions.push(qualified(names(body.funcname)));
+        case 'FuncCall': {
+          const fn = qualified(names(body.funcname));
+          functions.push(fn);
+          const name = fn.name.toLowerCase();
+          if (NAME_FUNCTIONS.test(name)) {
+            for (const arg of (body.args as unknown[] | undefined) ?? []) {
+              const value = constantText(arg);
+              if (value === '') continue;
+              nameLookups.push({
+                via: `${name}()`,
+                value,
+                schema: SCHEMA_NAME_FUNCTIONS.test(name),
+              });
+            }
+          }
           break;
+        }
+        // A type name: a TypeName node, or one inlined under its field (a cast's typeName, a
+        // column definition's).
+        case 'TypeName':
+        case 'typeName':
+          types.push(qualified(names(body.names)));
+          break;
+        case 'TypeCast': {
+          const target = names((body.typeName as Node | undefined)?.names).at(-1) ?? '';
+          if (REG_TYPES.has(target)) {
+            const value = constantText(body.arg);
+            if (value !== '') {
+              nameLookups.push({ via: `::${target}`, value, schema: target === 'regnamespace' });
+            }
+          }
+          break;
+        }
         case 'A_Expr': {
           const name = names(body.name);
           // BETWEEN and friends carry a keyword, not an operator name.
@@ -368,6 +448,8 @@ function collect(
     statement,
     functions,
     operators,
+    types,
+    nameLookups,
     relations: relations.filter((r) => r.schema !== undefined || !cteNames.has(r.name)),
     cteNames,
     rowNames,

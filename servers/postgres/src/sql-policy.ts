@@ -1,5 +1,5 @@
-import { SqlRefusedError } from './sql-guard.js';
-import type { QualifiedName, SqlAnalysis } from './sql-guard.js';
+import { SqlRefusedError, analyzeSql } from './sql-guard.js';
+import type { NameLookup, QualifiedName, SqlAnalysis } from './sql-guard.js';
 
 /**
  * The function, schema and masking rules applied to a parsed statement (layer 2, after the
@@ -47,6 +47,14 @@ const DENIED: ReadonlyArray<readonly [RegExp, string]> = [
   [/^(?:txid_current|pg_current_xact_id)$/, 'it assigns a transaction id'],
 ];
 
+/**
+ * The functions behind the system views the schema rule refuses (pg_stat_activity, pg_locks,
+ * pg_settings, pg_hba_file_rules, pg_prepared_statements…): called directly they show what the
+ * view would, so they are refused like it — unless pg_catalog is an allowed schema.
+ */
+const SYSTEM_VIEW_FUNCTIONS =
+  /^(?:pg_stat_get_\w+|pg_stat_have_stats|pg_lock_status|pg_blocking_pids|pg_safe_snapshot_blocking_pids|pg_show_all_settings|pg_show_all_file_settings|pg_hba_file_rules|pg_ident_file_mappings|pg_config|pg_cursor|pg_prepared_statement|pg_prepared_xact|pg_get_backend_memory_contexts|pg_get_shmem_allocations(?:_numa)?|pg_get_aios|pg_get_wait_events|pg_get_replication_slots|pg_get_publication_tables|pg_show_replication_origin_status|pg_available_extensions|pg_available_extension_versions|pg_mcv_list_items|pg_get_catalog_foreign_keys|pg_control_\w+|pg_get_wal_\w+|pg_walfile_name\w*|pg_current_wal_\w+|pg_last_wal_\w+|pg_stat_statements\w*)$/;
+
 /** Volatile built-ins that only read a clock or a random source. */
 const HARMLESS_VOLATILE = new Set([
   'random',
@@ -75,12 +83,49 @@ export interface MaskedColumn {
   readonly attnum: number;
 }
 
+/** The catalog objects a statement names, each as the `schema.name` candidates it may resolve to. */
+export interface StatementObjects {
+  readonly functions: readonly string[];
+  readonly operators: readonly string[];
+  readonly relations: readonly string[];
+  readonly types: readonly string[];
+}
+
+/** A function PostgreSQL may run for a statement, and how the statement reaches it. */
+export interface ReachedFunction {
+  readonly schema: string;
+  readonly name: string;
+  /** `schema.name(argument types)`, for messages. */
+  readonly signature: string;
+  readonly volatile: boolean;
+  /** SECURITY DEFINER: runs with its owner's rights. */
+  readonly definer: boolean;
+  /**
+   * `call` (named in the SQL), `operator`, `cast`, `domain constraint`, `domain default`,
+   * `aggregate support`, `type input/output`, `view`, `row security policy`, `generated column`.
+   */
+  readonly via: string;
+}
+
+/** What a statement reaches in the catalog: functions, and the views it reads with their SQL. */
+export interface Reached {
+  readonly functions: ReachedFunction[];
+  readonly views: Array<{
+    readonly schema: string;
+    readonly name: string;
+    readonly definition: string;
+  }>;
+}
+
 /** The catalog facts the rules ask the database for (cached by the caller). */
 export interface CatalogLookup {
-  /** For each `schema.name` found (schemas searched: pg_catalog + the allowed ones): any overload VOLATILE? */
-  functionVolatility(names: readonly string[]): Promise<ReadonlyMap<string, boolean>>;
-  /** Same for operators (the volatility of their implementing functions). */
-  operatorVolatility(names: readonly string[]): Promise<ReadonlyMap<string, boolean>>;
+  /**
+   * Every function PostgreSQL may run on the statement's behalf: those it calls, the functions
+   * of its operators, the support functions of its aggregates, the casts between the types it
+   * involves, the checks and defaults of its domains, type input/output, and what the views,
+   * row-security policies and virtual generated columns it reads call — recursively.
+   */
+  reached(objects: StatementObjects): Promise<Reached>;
   /** Every masked column in the allowed schemas. */
   maskedColumns(): Promise<readonly MaskedColumn[]>;
 }
@@ -100,11 +145,7 @@ export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): v
   const allowed = new Set(options.schemas);
   for (const fn of analysis.functions) {
     const name = fn.name.toLowerCase();
-    for (const [pattern, why] of DENIED) {
-      if (pattern.test(name)) {
-        throw new SqlRefusedError('function_denied', `${display(fn)}() is not allowed: ${why}.`);
-      }
-    }
+    deniedByName(name, `${display(fn)}()`, allowed);
     if (fn.schema !== undefined && fn.schema !== 'pg_catalog' && !allowed.has(fn.schema)) {
       throw new SqlRefusedError(
         'schema_not_allowed',
@@ -120,6 +161,7 @@ export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): v
       );
     }
   }
+  for (const lookup of analysis.nameLookups) checkNameLookup(lookup, options.schemas);
   for (const rel of analysis.relations) {
     if (rel.schema !== undefined && !allowed.has(rel.schema)) {
       throw new SqlRefusedError(
@@ -138,6 +180,78 @@ export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): v
   }
 }
 
+/** Refuses a function by its name alone: the denied list, and what backs a refused system view. */
+function deniedByName(name: string, shown: string, allowed: ReadonlySet<string>, via = ''): void {
+  for (const [pattern, why] of DENIED) {
+    if (pattern.test(name)) {
+      throw new SqlRefusedError('function_denied', `${shown} is not allowed${via}: ${why}.`);
+    }
+  }
+  if (SYSTEM_VIEW_FUNCTIONS.test(name) && !allowed.has('pg_catalog')) {
+    throw new SqlRefusedError(
+      'system_catalog',
+      `${shown}${via} reads what a system view shows (server activity, locks, settings, statistics), outside the allowed schemas.`,
+    );
+  }
+}
+
+/** The parts of a name as PostgreSQL reads a text (`"My Schema".t`, `hr.f(int)`). */
+function nameParts(text: string): string[] {
+  const parts: string[] = [];
+  let current = '';
+  let quoted = false;
+  let wasQuoted = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i]!;
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        current += '"';
+        i++;
+      } else if (c === '"') quoted = false;
+      else current += c;
+    } else if (c === '"') {
+      quoted = true;
+      wasQuoted = true;
+    } else if (c === '.') {
+      parts.push(wasQuoted ? current : current.trim().toLowerCase());
+      current = '';
+      wasQuoted = false;
+    } else if (c === '(') break;
+    else current += c;
+  }
+  parts.push(wasQuoted ? current : current.trim().toLowerCase());
+  return parts;
+}
+
+/**
+ * A name looked up in the catalog must not name a schema outside the allow-list: whether it
+ * resolves or errors would tell whether the object exists. An unqualified name is looked up in
+ * the allowed schemas (the search path) and pg_catalog only; an expression cannot be checked.
+ */
+function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
+  if (lookup.value === undefined) {
+    throw new SqlRefusedError(
+      'name_lookup',
+      `${lookup.via} looks a catalog object up by a name computed at run time; write the name as a constant (in an allowed schema: ${schemas.join(', ')}).`,
+    );
+  }
+  const parts = nameParts(lookup.value);
+  const privilege =
+    /^\s*[a-z ]+(?:\s*,\s*[a-z ]+)*\s*$/i.test(lookup.value) &&
+    /^(?:\s*(?:select|insert|update|delete|truncate|references|trigger|usage|create|connect|temp|temporary|execute|set|alter system|maintain)(?:\s+with\s+grant\s+option)?\s*(?:,|$))+$/i.test(
+      lookup.value,
+    );
+  const schema =
+    lookup.schema && parts.length === 1 ? parts[0] : parts.length >= 2 ? parts.at(-2) : undefined;
+  if (schema === undefined || privilege || schemas.includes(schema)) return;
+  throw new SqlRefusedError(
+    schema === 'pg_catalog' || schema === 'information_schema' || schema.startsWith('pg_')
+      ? 'system_catalog'
+      : 'schema_not_allowed',
+    `${lookup.via} of '${lookup.value.slice(0, 100)}' names schema "${schema}", outside the allowed schemas (${schemas.join(', ')}).`,
+  );
+}
+
 /** The names a function may be allowed by: `name` and `schema.name`. */
 function isAllowedFunction(fn: string, allow: readonly string[]): boolean {
   const name = fn.split('.').at(-1)!;
@@ -145,8 +259,10 @@ function isAllowedFunction(fn: string, allow: readonly string[]): boolean {
 }
 
 /**
- * The catalog rules: volatile functions and operators (refused unless harmless or allowed),
- * then masking. Returns the masked columns the query touches (for the result filter).
+ * The catalog rules: every function the statement may run — named, or reached through an
+ * operator, an aggregate, a cast, a domain, a type, a view, a policy — against the denied list,
+ * the system-view functions, volatility and SECURITY DEFINER (refused unless the operator allows
+ * it by name); then masking. Returns the masked columns the query touches (for the result filter).
  */
 export async function checkCatalog(
   analysis: SqlAnalysis,
@@ -154,37 +270,61 @@ export async function checkCatalog(
   catalog: CatalogLookup,
 ): Promise<readonly MaskedColumn[]> {
   const searched = ['pg_catalog', ...options.schemas];
-  const candidates = (name: QualifiedName): string[] =>
-    name.schema === undefined
-      ? searched.map((s) => `${s}.${name.name}`)
-      : [`${name.schema}.${name.name}`];
-
-  const fnKeys = [...new Set(analysis.functions.flatMap(candidates))];
-  if (fnKeys.length > 0) {
-    const volatile = await catalog.functionVolatility(fnKeys);
-    for (const fn of analysis.functions) {
-      const hit = candidates(fn).find((key) => volatile.get(key) === true);
-      if (hit === undefined) continue;
-      const bare = fn.name.toLowerCase();
-      if (hit.startsWith('pg_catalog.') && HARMLESS_VOLATILE.has(bare)) continue;
-      if (isAllowedFunction(hit, options.allowFunctions)) continue;
-      throw new SqlRefusedError(
-        'function_volatile',
-        `${hit}() is VOLATILE (it may change data or state) and is not on this server's allow-list (POSTGRES_ALLOW_FUNCTIONS).`,
+  const candidates = (names: readonly QualifiedName[]): string[] => [
+    ...new Set(
+      names.flatMap((name) =>
+        name.schema === undefined
+          ? searched.map((s) => `${s}.${name.name}`)
+          : [`${name.schema}.${name.name}`],
+      ),
+    ),
+  ];
+  const reached = await catalog.reached({
+    functions: candidates(analysis.functions),
+    operators: candidates(analysis.operators),
+    relations: candidates(analysis.relations),
+    types: candidates(analysis.types),
+  });
+  const allowed = new Set(options.schemas);
+  // What a view calls among the built-in functions is not in the catalog's dependencies (they
+  // are pinned): its definition is parsed and its calls judged by name, like the query's own.
+  // (Its schema references are the view owner's business: a view may expose another schema.)
+  for (const view of reached.views) {
+    const inner = await analyzeSql(view.definition, { allowExplainAnalyze: false });
+    for (const fn of inner.functions) {
+      deniedByName(
+        fn.name.toLowerCase(),
+        `${display(fn)}()`,
+        allowed,
+        ` (reached through the view ${view.schema}.${view.name})`,
       );
     }
   }
-  const opKeys = [...new Set(analysis.operators.flatMap(candidates))];
-  if (opKeys.length > 0) {
-    const volatile = await catalog.operatorVolatility(opKeys);
-    for (const op of analysis.operators) {
-      const hit = candidates(op).find((key) => volatile.get(key) === true);
-      if (hit !== undefined) {
+  for (const fn of reached.functions) {
+    const key = `${fn.schema}.${fn.name}`;
+    const via = fn.via === 'call' ? '' : ` (reached through a ${fn.via})`;
+    const shown = `${fn.signature.includes('.') ? '' : `${fn.schema}.`}${fn.signature}`;
+    deniedByName(fn.name.toLowerCase(), shown, allowed, via);
+    const allowedByName = isAllowedFunction(key, options.allowFunctions);
+    if (fn.volatile) {
+      if (fn.schema === 'pg_catalog' && HARMLESS_VOLATILE.has(fn.name)) continue;
+      if (allowedByName) continue;
+      if (fn.via === 'operator') {
         throw new SqlRefusedError(
           'operator_volatile',
-          `operator ${hit} is implemented by a VOLATILE function (it may change data or state).`,
+          `an operator of the query is implemented by ${shown}, which is VOLATILE (it may change data or state).`,
         );
       }
+      throw new SqlRefusedError(
+        'function_volatile',
+        `${shown}${via} is VOLATILE (it may change data or state) and is not on this server's allow-list (POSTGRES_ALLOW_FUNCTIONS).`,
+      );
+    }
+    if (fn.definer && fn.schema !== 'pg_catalog' && !allowedByName) {
+      throw new SqlRefusedError(
+        'function_definer',
+        `${shown}${via} is SECURITY DEFINER: it runs with its owner's rights, not this server's read-only role, whatever its volatility label says. Allow it by name (POSTGRES_ALLOW_FUNCTIONS) only if its owner cannot write.`,
+      );
     }
   }
   const masked = await catalog.maskedColumns();

@@ -11,6 +11,46 @@ import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
 let company: CompanyDatabase;
 let h: PostgresHarness;
 let before: string;
+let revokes: string[] = [];
+
+/** Objects a database owner might define, reached by queries that name no function of theirs. */
+const OWNER_CODE = `
+  -- A cast whose function runs a shell command with its owner's rights.
+  CREATE TYPE public.evil AS (a int);
+  CREATE FUNCTION public.evil_to_int(public.evil) RETURNS int LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    AS $$ BEGIN COPY (SELECT 1) TO PROGRAM 'touch /tmp/gatehouse-pwned'; RETURN 1; END $$;
+  CREATE CAST (public.evil AS int) WITH FUNCTION public.evil_to_int(public.evil);
+  -- A domain whose CHECK calls a function that takes a session lock (and says it is IMMUTABLE).
+  CREATE FUNCTION public.check_ok(text) RETURNS boolean LANGUAGE plpgsql IMMUTABLE SECURITY DEFINER
+    AS $$ BEGIN PERFORM pg_advisory_lock(4242); RETURN true; END $$;
+  CREATE DOMAIN public.safe_text AS text CHECK (public.check_ok(VALUE));
+  -- An aggregate whose transition function writes (the aggregate's own row says IMMUTABLE).
+  CREATE FUNCTION public.agg_step(int, int) RETURNS int LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN PERFORM pg_advisory_lock(4243); RETURN $1 + $2; END $$;
+  CREATE AGGREGATE public.total(int) (SFUNC = public.agg_step, STYPE = int, INITCOND = '0');
+  -- Functions whose volatility label lies: marked IMMUTABLE, they take a session lock.
+  CREATE FUNCTION public.lying(int) RETURNS int LANGUAGE plpgsql IMMUTABLE
+    AS $$ BEGIN PERFORM pg_advisory_lock(4244); RETURN $1; END $$;
+  CREATE FUNCTION public.lying_eq(int, int) RETURNS boolean LANGUAGE plpgsql IMMUTABLE
+    AS $$ BEGIN PERFORM pg_advisory_lock(4245); RETURN $1 = $2; END $$;
+  CREATE OPERATOR public.=~= (FUNCTION = public.lying_eq, LEFTARG = int, RIGHTARG = int);
+  -- …and one the operator trusted by name, which leaves a prepared statement behind.
+  CREATE FUNCTION public.leave_prepared() RETURNS int LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN EXECUTE 'PREPARE leftover AS SELECT 1'; RETURN 1; END $$;
+  -- A shell command behind an innocent IMMUTABLE wrapper that names it.
+  CREATE FUNCTION public.shell() RETURNS int LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+    AS $$ BEGIN COPY (SELECT 1) TO PROGRAM 'touch /tmp/gatehouse-pwned'; RETURN 1; END $$;
+  CREATE FUNCTION public.innocent() RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT public.shell()';
+  -- Views and a row-security policy that call such code. (A virtual generated column cannot:
+  -- PostgreSQL 18 allows only built-in functions in them.)
+  CREATE VIEW public.file_view AS SELECT pg_read_file('/etc/hostname') AS f;
+  CREATE VIEW public.activity_view AS SELECT * FROM pg_stat_get_activity(NULL);
+  CREATE FUNCTION public.note_seen() RETURNS boolean LANGUAGE plpgsql VOLATILE
+    AS $$ BEGIN PERFORM pg_advisory_lock(4246); RETURN true; END $$;
+  CREATE TABLE public.notes (id int, body text);
+  ALTER TABLE public.notes ENABLE ROW LEVEL SECURITY;
+  CREATE POLICY seen ON public.notes USING (public.note_seen());
+`;
 
 beforeAll(async () => {
   company = await companyDatabase(inject('pgAdminUrl'), 'bypass');
@@ -32,10 +72,28 @@ beforeAll(async () => {
     CREATE PROCEDURE public.purge() LANGUAGE sql AS 'DELETE FROM order_items';
     CREATE VIEW public.bump_view AS SELECT public.bump() AS b;
     CREATE VIEW public.sneaky_view AS SELECT public.sneaky() AS s;
-    GRANT SELECT ON public.bump_view, public.sneaky_view TO ${company.role};
+    ${OWNER_CODE}
+    GRANT SELECT ON public.bump_view, public.sneaky_view, public.file_view, public.activity_view,
+      public.notes TO ${company.role};
   `);
-  // An operator who allowed two volatile functions by name, wrongly trusting them.
-  h = await connectPostgres({ POSTGRES_URL: company.url, POSTGRES_ALLOW_FUNCTIONS: 'sneaky,flip' });
+  // Layer 1 first: while SECURITY DEFINER functions that write are executable by the role, the
+  // server does not start. The DBA runs the REVOKEs the findings name; then it does.
+  const refused = await connectPostgres({ POSTGRES_URL: company.url }).catch((e: unknown) => e);
+  expect(refused).toBeInstanceOf(Error);
+  revokes = [...String((refused as Error).message).matchAll(/run: (REVOKE [^;]+;)/g)].map(
+    (m) => m[1]!,
+  );
+  expect(revokes.sort()).toEqual(
+    ['check_ok(text)', 'evil_to_int(evil)', 'shell()', 'sneaky()'].map(
+      (fn) => `REVOKE EXECUTE ON FUNCTION public.${fn} FROM PUBLIC;`,
+    ),
+  );
+  for (const revoke of revokes) await company.admin.query(revoke);
+  // An operator who allowed volatile functions by name, wrongly trusting them.
+  h = await connectPostgres({
+    POSTGRES_URL: company.url,
+    POSTGRES_ALLOW_FUNCTIONS: 'sneaky,flip,leave_prepared',
+  });
   before = await company.checksum();
 });
 
@@ -131,22 +189,85 @@ const attempts: Array<[string, RegExp]> = [
   ['SELECT 1 === 2', /rule operator_volatile/],
   // …declared STABLE: PostgreSQL refuses writes in a non-volatile function.
   ['SELECT stable_writer()', /not allowed in a non-volatile function/],
-  // …allowed by the operator (layer 2 lets them through) or hidden in a view: the read-only
-  // transaction stops them (layer 3), SECURITY DEFINER or not.
-  ['SELECT sneaky()', /read-only transaction/],
+  // …allowed by the operator (layer 2 lets it through): the read-only transaction stops it
+  // (layer 3); a SECURITY DEFINER one lost its EXECUTE grant to layer 1's REVOKE.
   ['SELECT flip()', /read-only transaction|read-write mode must be set before any query/],
-  ['SELECT * FROM bump_view', /read-only transaction/],
-  ['SELECT * FROM sneaky_view', /read-only transaction/],
+  ['SELECT sneaky()', /permission denied for function sneaky/],
+  ['SELECT * FROM sneaky_view', /permission denied for function sneaky/],
+  // …hidden in a view: layer 2 sees what the view calls.
+  ['SELECT * FROM bump_view', /rule function_volatile.*public\.bump\(\).*reached through a view/],
+  // Owner code reached without naming a function: a cast, a domain, an aggregate, a view, a
+  // row-security policy.
+  ['SELECT ROW(1)::evil::int', /rule function_volatile.*evil_to_int\(evil\).*cast/],
+  ['SELECT CAST(ROW(1)::public.evil AS integer)', /rule function_volatile.*evil_to_int/],
+  ["SELECT 'x'::safe_text", /rule function_definer.*check_ok\(text\).*domain constraint/],
+  ['SELECT CAST(name AS safe_text) FROM customers', /rule function_definer.*check_ok/],
+  ['SELECT total(id) FROM customers', /rule function_volatile.*agg_step.*aggregate support/],
+  ['SELECT * FROM file_view', /rule function_denied.*pg_read_file.*view/],
+  ['SELECT * FROM notes', /rule function_volatile.*note_seen.*row security policy/],
+  // A shell command behind an IMMUTABLE wrapper: layer 1's REVOKE took EXECUTE away.
+  ['SELECT innocent()', /permission denied for function shell/],
+  // The functions behind the refused system views, refused like the views.
+  ['SELECT * FROM pg_stat_get_activity(NULL)', /rule system_catalog/],
+  ['SELECT pg_stat_get_backend_pid(1)', /rule system_catalog/],
+  ['SELECT * FROM pg_lock_status()', /rule system_catalog/],
+  ['SELECT * FROM pg_show_all_settings()', /rule system_catalog/],
+  ['SELECT * FROM pg_hba_file_rules()', /rule system_catalog/],
+  ['SELECT * FROM activity_view', /rule system_catalog.*through the view public\.activity_view/],
+  // Name lookups that would confirm an object in a hidden schema exists.
+  ["SELECT 'hr.salaries'::regclass", /rule schema_not_allowed.*schema "hr"/],
+  ['SELECT \'"hr"."salaries"\'::regclass::oid', /rule schema_not_allowed/],
+  ["SELECT to_regclass('hr.salaries')", /rule schema_not_allowed/],
+  ["SELECT 'hr'::regnamespace", /rule schema_not_allowed/],
+  ["SELECT has_schema_privilege('hr', 'USAGE')", /rule schema_not_allowed/],
+  ["SELECT pg_relation_size('hr.salaries')", /rule schema_not_allowed/],
+  ["SELECT ('hr.' || 'salaries')::regclass", /rule name_lookup/],
+  ["SELECT 'pg_catalog.pg_authid'::regclass", /rule system_catalog/],
 ];
 
+describe('owner code that lies about itself runs, but leaves nothing on a pooled connection', () => {
+  const locks = async () =>
+    (
+      await company.admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'advisory' AND a.datname = current_database()`,
+      )
+    ).rows[0]!.n;
+
+  it.each([
+    ['SELECT lying(1) AS x', 'advisory locks'],
+    ['SELECT 1 =~= 1 AS x', 'advisory locks'],
+    ['SELECT leave_prepared() AS x', 'prepared statements'],
+  ])('%s: the connection that kept %s is destroyed', async (sql, dirty) => {
+    const result = await h.client.callTool({ name: 'postgres_query', arguments: { sql } });
+    expect(result.isError, text(result)).toBeFalsy();
+    // The destroyed connection's backend exits (and drops its locks) a moment later.
+    await expect.poll(locks).toBe(0);
+    expect(h.logs()).toContain(dirty);
+    expect(h.logs()).toContain('the connection was destroyed');
+    // The pool serves the next call from a clean connection.
+    const next = await h.client.callTool({
+      name: 'postgres_query',
+      arguments: { sql: 'SELECT 1 AS one' },
+    });
+    expect(next.structuredContent).toMatchObject({ rows: [[1]] });
+    expect(await company.checksum()).toBe(before);
+  });
+});
+
 describe('read-only bypass attempts', () => {
+  let first = 0;
+  beforeAll(() => {
+    first = h.records.length;
+  });
+
   it.each(attempts)('%s', async (sql, stoppedBy) => {
     expect(await attempt(sql)).toMatch(stoppedBy);
   });
 
   it('wrote no file and left every attempt in the audit trail as a failure', () => {
     expect(existsSync('/tmp/gatehouse-pwned')).toBe(false);
-    const calls = h.records.filter((r) => r.event.action === 'tools/call');
+    const calls = h.records.slice(first).filter((r) => r.event.action === 'tools/call');
     expect(calls.length).toBeGreaterThanOrEqual(attempts.length);
     expect(calls.every((r) => r.event.outcome === 'failure')).toBe(true);
     // What the SQL policy stopped is a denial with its rule, not a tool error: the report's

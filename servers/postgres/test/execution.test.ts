@@ -72,6 +72,76 @@ afterAll(async () => {
   await company?.close();
 });
 
+describe('a connection goes back to the pool only in a clean session state', () => {
+  const advisory = async () =>
+    (
+      await company.admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'advisory' AND a.datname = current_database()`,
+      )
+    ).rows[0]!.n;
+  const pid = async (pool: PostgresDatabase) =>
+    (await raw('SELECT pg_backend_pid()', pool)).rows[0]![0] as number;
+
+  it.each([
+    ['a session advisory lock', 'SELECT pg_advisory_lock(77)'],
+    ['a prepared statement', 'PREPARE leftover AS SELECT 1'],
+  ])('destroys the connection that kept %s', async (_n, sql) => {
+    const pool = database();
+    try {
+      const before = await pid(pool);
+      // The same (only) connection serves again while its session is clean…
+      expect(await pid(pool)).toBe(before);
+      await raw(sql, pool);
+      // …but not once it kept state: a new connection serves, and the lock went with the old.
+      expect(await pid(pool)).not.toBe(before);
+      await expect.poll(advisory).toBe(0);
+    } finally {
+      await pool.close();
+    }
+  });
+
+  it('keeps a connection whose session is clean (settings changed in the transaction roll back)', async () => {
+    const pool = database();
+    try {
+      const before = await pid(pool);
+      await raw("SELECT set_config('search_path', 'pg_temp', false)", pool);
+      expect(await pid(pool)).toBe(before);
+      const settings = await raw("SELECT current_setting('search_path') AS p", pool);
+      expect(settings.rows).toEqual([['public']]);
+    } finally {
+      await pool.close();
+    }
+  });
+});
+
+describe('the catalog cache', () => {
+  it('is bounded: the names of many different statements do not grow it without end', async () => {
+    const config = loadConfig(PostgresConfigSchema, {
+      POSTGRES_URL: company.db.url,
+      POSTGRES_ALLOW_PRIVILEGED_ROLE: 'true',
+    });
+    const small = new PostgresDatabase(config, logger, config.POSTGRES_SCHEMAS, {
+      catalogCacheEntries: 5,
+    });
+    try {
+      for (let i = 0; i < 12; i++) {
+        await small.transaction(bounds(), (client) =>
+          small.catalog(client).reached({
+            functions: [`public.made_up_${i}`],
+            operators: [],
+            relations: [],
+            types: [],
+          }),
+        );
+      }
+      expect(small.catalogCacheSize).toBe(5);
+    } finally {
+      await small.close();
+    }
+  });
+});
+
 describe('the read-only transaction', () => {
   it.each([
     [

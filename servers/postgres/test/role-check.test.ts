@@ -1,4 +1,9 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { main as auditMain } from '@gatehouse/audit';
 import { createLogger, loadConfig } from '@gatehouse/core';
 import { spawnServer } from '@gatehouse/testkit';
 import pg from 'pg';
@@ -10,6 +15,18 @@ import { companyDatabase } from './helpers.ts';
 import type { CompanyDatabase } from './helpers.ts';
 
 // Layer 1 on its own: the startup role check against real roles and grants.
+
+/** Runs gatehouse-audit in process. */
+async function auditCli(argv: string[]): Promise<{ code: number; out: string }> {
+  let out = '';
+  const sink = new Writable({
+    write(chunk: Buffer, _e, done) {
+      out += chunk.toString();
+      done();
+    },
+  });
+  return { code: await auditMain(argv, sink, sink), out };
+}
 
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 let company: CompanyDatabase;
@@ -105,6 +122,44 @@ describe('the role check', () => {
     expect(await findings(url)).toContainEqual(expect.stringMatching(expected));
   });
 
+  it('refuses a SECURITY DEFINER function it can execute whose owner can write, naming the REVOKE', async () => {
+    // EXECUTE goes to PUBLIC by default: the documented role can run it, with the owner's rights.
+    await company.admin.query(`
+      CREATE FUNCTION public.definer_shell() RETURNS int LANGUAGE plpgsql VOLATILE SECURITY DEFINER
+        AS $$ BEGIN COPY (SELECT 1) TO PROGRAM 'true'; RETURN 1; END $$`);
+    try {
+      const found = await findings(company.url);
+      expect(found).toContainEqual(
+        `security_definer: EXECUTE on SECURITY DEFINER function public.definer_shell(), owned by postgres, who can write (run: REVOKE EXECUTE ON FUNCTION public.definer_shell() FROM PUBLIC;) [${company.role}]`,
+      );
+      // The REVOKE it names closes it.
+      await company.admin.query('REVOKE EXECUTE ON FUNCTION public.definer_shell() FROM PUBLIC');
+      expect(await findings(company.url)).toEqual([]);
+      // A direct grant is named too.
+      await company.admin.query(
+        `GRANT EXECUTE ON FUNCTION public.definer_shell() TO ${company.role}`,
+      );
+      expect(await findings(company.url)).toContainEqual(
+        expect.stringContaining(`FROM ${company.role};)`),
+      );
+    } finally {
+      await company.admin.query('DROP FUNCTION public.definer_shell()');
+    }
+  });
+
+  it('passes a SECURITY DEFINER function whose owner cannot write', async () => {
+    const owner = await company.createRole((r) => `GRANT SELECT ON public.products TO ${r}`);
+    await company.admin.query(`
+      CREATE FUNCTION public.price_of(int) RETURNS numeric LANGUAGE sql STABLE SECURITY DEFINER
+        AS 'SELECT price FROM public.products WHERE id = $1';
+      ALTER FUNCTION public.price_of(int) OWNER TO ${owner.role}`);
+    try {
+      expect(await findings(company.url)).toEqual([]);
+    } finally {
+      await company.admin.query('DROP FUNCTION public.price_of(int)');
+    }
+  });
+
   it('refuses a role that can SET ROLE to a writer, naming the writer', async () => {
     const writer = await company.createRole((r) => `GRANT INSERT ON public.orders TO ${r}`);
     const { url } = await company.createRole(
@@ -140,6 +195,108 @@ describe('starting the server', () => {
     expect(stderr).toContain('POSTGRES_ALLOW_PRIVILEGED_ROLE');
     expect(stderr).toContain('is a superuser');
     expect(stderr).not.toContain(password);
+  });
+
+  it.each([
+    ['a role that can write', () => company.db.url, 2, /Refusing to serve: role "postgres"/],
+    [
+      'a wrong password',
+      () => {
+        const url = new URL(company.url);
+        url.password = 'not-the-password';
+        return url.toString();
+      },
+      1,
+      /password authentication failed/,
+    ],
+  ])(
+    'a refused start (%s) is in the audit trail, and the trail verifies',
+    async (_n, url, code, reason) => {
+      const dir = mkdtempSync(join(tmpdir(), 'refused-'));
+      const auditFile = join(dir, 'audit.jsonl');
+      const server = await spawnServer(process.execPath, [BIN], {
+        env: {
+          POSTGRES_URL: url(),
+          GATEHOUSE_AUDIT_SINKS: 'file',
+          GATEHOUSE_AUDIT_FILE: auditFile,
+          PATH: process.env.PATH ?? '',
+        },
+        waitForStart: false,
+      });
+      expect(await server.exited()).toBe(code);
+      const records = readFileSync(auditFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map(
+          (l) =>
+            JSON.parse(l) as {
+              event: { action: string; reason: string };
+              gatehouse?: { reason?: string; exit_code?: number };
+            },
+        );
+      expect(records.map((r) => r.event.action)).toEqual([
+        'gatehouse/start_refused',
+        'audit/checkpoint',
+      ]);
+      expect(records[0]!.event.reason).toBe('start_refused');
+      expect(records[0]!.gatehouse).toMatchObject({
+        reason: expect.stringMatching(reason),
+        exit_code: code,
+      });
+      expect(readFileSync(auditFile, 'utf8')).not.toContain('not-the-password');
+      expect(readFileSync(auditFile, 'utf8')).not.toContain(new URL(company.db.url).password);
+      const verified = await auditCli(['verify', auditFile]);
+      expect(verified.code).toBe(0);
+    },
+  );
+
+  it.each([
+    ['an unencoded / in the password', 'p/ss'],
+    ['an unencoded # in the password', 'p#ss'],
+    ['an unencoded ? in the password', '12?34'],
+  ])(
+    'refuses POSTGRES_URL with %s before connecting: exit 2, named, never echoed',
+    async (_n, password) => {
+      const url = company.url.replace(/:[^:@/]+@/, `:${password}@`);
+      const server = await spawnServer(process.execPath, [BIN], {
+        env: { POSTGRES_URL: url, PATH: process.env.PATH ?? '' },
+        waitForStart: false,
+      });
+      expect(await server.exited()).toBe(2);
+      const stderr = server.logs.map((l) => JSON.stringify(l)).join('\n');
+      expect(stderr).toContain('POSTGRES_URL:');
+      expect(stderr).toContain('percent-encode');
+      expect(stderr).not.toContain(password);
+      expect(stderr).not.toContain(url);
+    },
+  );
+
+  it('warns about misspelled variables and schemas that do not exist', async () => {
+    const server = await spawnServer(process.execPath, [BIN], {
+      env: {
+        POSTGRES_URL: company.url,
+        POSTGRES_SCHEMAS: 'public,pubilc',
+        POSTGRES_MASK_COLUMN: '*.email',
+        GATEHOUSE_TRANSPROT: 'http',
+        PATH: process.env.PATH ?? '',
+      },
+    });
+    try {
+      await server.waitForLog((l) => l.msg === 'server started');
+      const warnings = server.logs.filter((l) => l.level === 'warn').map((l) => l.msg);
+      expect(warnings).toContain(
+        'unknown variable POSTGRES_MASK_COLUMN is ignored: did you mean POSTGRES_MASK_COLUMNS?',
+      );
+      expect(warnings).toContain(
+        'unknown variable GATEHOUSE_TRANSPROT is ignored: did you mean GATEHOUSE_TRANSPORT?',
+      );
+      expect(warnings).toContain(
+        `POSTGRES_SCHEMAS: schema "pubilc" does not exist in database "${company.db.name}" (a typo?)`,
+      );
+    } finally {
+      server.child.stdin?.end();
+      await server.stop();
+    }
   });
 
   it('starts anyway with the override, warning loudly and writing an audit record', async () => {

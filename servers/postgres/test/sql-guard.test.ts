@@ -227,6 +227,75 @@ describe('schemas', () => {
   });
 });
 
+describe('the functions behind refused system views', () => {
+  it.each([
+    'SELECT * FROM pg_stat_get_activity(NULL)',
+    'SELECT pg_stat_get_numscans(1259)',
+    'SELECT * FROM pg_catalog.pg_lock_status()',
+    'SELECT * FROM pg_show_all_settings()',
+    'SELECT * FROM pg_hba_file_rules()',
+    'SELECT * FROM pg_prepared_statement()',
+    'SELECT * FROM pg_get_backend_memory_contexts()',
+    'SELECT * FROM pg_control_system()',
+  ])('refuses %s like its view', async (sql) => {
+    await expectRule(sql, 'system_catalog');
+  });
+});
+
+describe('names looked up in the catalog', () => {
+  it.each([
+    ["SELECT 'hr.salaries'::regclass", 'schema_not_allowed'],
+    ["SELECT 'HR.Salaries'::pg_catalog.regclass", 'schema_not_allowed'],
+    ['SELECT \'"hr"."salaries"\'::regclass', 'schema_not_allowed'],
+    ["SELECT CAST('hr.salaries' AS regclass)", 'schema_not_allowed'],
+    ["SELECT regclass 'hr.salaries'", 'schema_not_allowed'],
+    ["SELECT 'hr.f(int)'::regprocedure", 'schema_not_allowed'],
+    ["SELECT 'hr.t'::regtype", 'schema_not_allowed'],
+    ["SELECT 'hr'::regnamespace", 'schema_not_allowed'],
+    ["SELECT to_regclass('hr.salaries')", 'schema_not_allowed'],
+    ["SELECT to_regnamespace('hr')", 'schema_not_allowed'],
+    ["SELECT has_table_privilege('hr.salaries', 'SELECT')", 'schema_not_allowed'],
+    ["SELECT has_schema_privilege('hr', 'USAGE')", 'schema_not_allowed'],
+    ["SELECT pg_relation_size('hr.salaries')", 'schema_not_allowed'],
+    ["SELECT pg_get_viewdef('hr.v')", 'schema_not_allowed'],
+    ["SELECT 'pg_catalog.pg_authid'::regclass", 'system_catalog'],
+    ["SELECT ('hr.' || 'salaries')::regclass", 'name_lookup'],
+    ['SELECT to_regclass($1)', 'name_lookup'],
+  ] as const)('refuses %s (rule %s)', async (sql, rule) => {
+    await expectRule(sql, rule);
+  });
+
+  it.each([
+    "SELECT 'customers'::regclass",
+    "SELECT 'public.customers'::regclass",
+    "SELECT 'sales.orders'::regclass::oid",
+    "SELECT to_regclass('public.customers')",
+    "SELECT has_table_privilege('public.customers', 'SELECT, INSERT')",
+    "SELECT has_schema_privilege('sales', 'USAGE WITH GRANT OPTION')",
+    'SELECT 16384::regclass',
+    "SELECT split_part('hr.salaries', '.', 1)",
+  ])('accepts %s', async (sql) => {
+    const analysis = await analyzeSql(sql, options);
+    expect(() => checkStatic(analysis, policy)).not.toThrow();
+  });
+
+  it('collects every type a statement names, for the catalog rules', async () => {
+    const analysis = await analyzeSql(
+      "SELECT ROW(1)::evil::int, 'x'::sales.safe_text, CAST(a AS public.t2) FROM f() AS x(a my_type)",
+      options,
+    );
+    expect(analysis.types.map((t) => (t.schema ? `${t.schema}.${t.name}` : t.name))).toEqual(
+      expect.arrayContaining([
+        'evil',
+        'pg_catalog.int4',
+        'sales.safe_text',
+        'public.t2',
+        'my_type',
+      ]),
+    );
+  });
+});
+
 describe('masking (refuse side)', () => {
   const touched: MaskedColumn[] = [
     { schema: 'public', table: 'customers', column: 'email', tableOid: 1, attnum: 3 },
