@@ -48,6 +48,8 @@ export interface UpstreamErrorOptions {
   requestId?: string;
   /** Seconds after which a retry may succeed (from `Retry-After` or a reset header). */
   retryAfterSeconds?: number;
+  /** The message is the server's own words (a timeout it measured), safe to show for a 5xx too. */
+  shown?: boolean;
   cause?: unknown;
 }
 
@@ -62,6 +64,7 @@ export class UpstreamError extends Error {
   readonly status: number;
   readonly requestId: string | undefined;
   readonly retryAfterSeconds: number | undefined;
+  readonly shown: boolean;
   constructor(options: UpstreamErrorOptions) {
     super(
       options.message ?? `${options.service} answered ${options.status}`,
@@ -71,6 +74,7 @@ export class UpstreamError extends Error {
     this.status = options.status;
     this.requestId = options.requestId;
     this.retryAfterSeconds = options.retryAfterSeconds;
+    this.shown = options.shown === true;
   }
 
   /** The text the model gets for this failure. */
@@ -79,8 +83,10 @@ export class UpstreamError extends Error {
     const retry =
       this.retryAfterSeconds === undefined ? '' : ` Retry after ${this.retryAfterSeconds}s.`;
     if (status === 429) return `${service} rate limit reached.${retry || ' Retry later.'}`;
-    if (status >= 500)
-      return `${service} failed (${status}); this is not caused by your request. Try again later.${retry}`;
+    if (status >= 500) {
+      const what = this.shown ? `: ${this.message}` : '';
+      return `${service} failed (${status})${what}; this is not caused by your request. Try again later.${retry}`;
+    }
     const meaning =
       status === 401
         ? 'the server credentials were rejected'

@@ -65,6 +65,8 @@ export type { UpstreamErrorOptions } from './errors.js';
 export { originAllowed, startHttpServer } from './http.js';
 export type { HttpServerOptions, Peer, RunningHttpServer } from './http.js';
 export { Limits, memoryLimiter } from './limits.js';
+export { neutralizeMarkdown } from './markdown.js';
+export type { MarkdownOptions } from './markdown.js';
 export type { LimiterFactory, Limited } from './limits.js';
 export { REDACT_PATHS, createLogger } from './logger.js';
 export type { Logger, LoggerOptions } from './logger.js';

@@ -11,6 +11,8 @@ export interface RetryOptions {
   attempts?: number;
   baseMs?: number;
   maxMs?: number;
+  /** A further condition for a retry, after {@link isRetryable} (e.g. leave rate limits to a limiter). */
+  shouldRetry?: (error: unknown) => boolean;
   /** Called before each retry (for the audit's retry count and logs). */
   onRetry?: (attempt: number, waitMs: number, error: unknown) => void;
   /** Test seam for the jitter. */
@@ -53,7 +55,14 @@ export async function withRetry<T>(
     try {
       return await fn(attempt);
     } catch (error) {
-      if (attempt >= attempts || !isRetryable(error) || options.signal.aborted) throw error;
+      if (
+        attempt >= attempts ||
+        !isRetryable(error) ||
+        options.shouldRetry?.(error) === false ||
+        options.signal.aborted
+      ) {
+        throw error;
+      }
       const hinted = error instanceof UpstreamError ? error.retryAfterSeconds : undefined;
       const wait =
         hinted !== undefined

@@ -13,6 +13,7 @@ import {
   sanitizeText,
   secret,
   secretKeys,
+  neutralizeMarkdown,
 } from '@gatehouse/core';
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
@@ -286,5 +287,38 @@ describe('defineTool', () => {
     expect(() =>
       defineTool({ ...base, name: 'bad name', access: 'read', input: z.strictObject({}) }),
     ).toThrow(/must match/);
+  });
+});
+
+describe('neutralizeMarkdown', () => {
+  const hosts = { linkHosts: ['github.com'] };
+  it.each([
+    ['an image', '![a](https://x.example/p.png?d=1)', '!\\[a](https://x.example/p.png?d=1)'],
+    ['a reference image', '![a][r]', '!\\[a][r]'],
+    ['an HTML image', '<img src=https://x.example/p>', '&lt;img src=https://x.example/p>'],
+    ['a hidden comment', 'a <!-- b --> c', 'a &lt;!-- b --> c'],
+    ['an autolink', '<https://x.example/q>', '&lt;https://x.example/q>'],
+    [
+      'a link to another host',
+      '[docs](https://x.example/?q=1)',
+      '\\[docs](https://x.example/?q=1)',
+    ],
+    ['a protocol-relative link', '[a](//x.example/p)', '\\[a](//x.example/p)'],
+    ['a javascript: link', '[a](javascript:alert(1))', '\\[a](javascript:alert(1))'],
+    ['a link with a title', '[a](https://github.com/x "t")', '\\[a](https://github.com/x "t")'],
+    ['a reference to another host', '[r]: https://x.example/s', '\\[r]: https://x.example/s'],
+  ])('makes %s inert', (_n, input, expected) => {
+    expect(neutralizeMarkdown(input, hosts)).toBe(expected);
+  });
+
+  it.each([
+    '[docs](https://github.com/acme/api/wiki)',
+    '[sub](https://docs.github.com/x)',
+    '[rel](/acme/api/issues/1) [anchor](#top) [mail](mailto:a@b.c)',
+    '`![inline code](https://x.example/p)`',
+    '```\n![fenced](https://x.example/p)\n<img src=x>\n```',
+    'plain text, a < b and [brackets] alone',
+  ])('leaves %s as it is', (input) => {
+    expect(neutralizeMarkdown(input, hosts)).toBe(input);
   });
 });

@@ -82,10 +82,14 @@ export interface FakeFailure {
   status: number;
   /** `secondary` for a secondary rate limit (403 + retry-after), `primary` for an exhausted quota. */
   rateLimit?: 'primary' | 'secondary';
+  /** Seconds in a `retry-after` header (with a rate limit, or on any error status). */
   retryAfter?: number;
   /** How many matching requests fail (default 1). */
   times?: number;
-  /** Wait this long before answering (for timeouts); the request still takes effect. */
+  /**
+   * Wait this long before answering (for timeouts); the request still takes effect. With a
+   * status below 400 the request is then answered normally: a slow answer that is no error.
+   */
   delayMs?: number;
   /** Apply the request (e.g. create the issue) before failing, as a timed-out write does. */
   afterEffect?: boolean;
@@ -130,6 +134,12 @@ export interface GitHubFake {
   readonly responses: FakeResponse[];
   /** Queue a failure for the next matching request(s). */
   fail(failure: FakeFailure): void;
+  /**
+   * Transfers an issue to another repository, as GitHub does: the issue gets a number there,
+   * and requests for the old one are answered `301 Moved Permanently` with its new address.
+   * Returns the new number.
+   */
+  transfer(from: string, number: number, to: string): number;
   repo(fullName: string): FakeRepo;
   close(): Promise<void>;
 }
@@ -557,6 +567,8 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
   };
   const issueIn = (r: FakeRepo, number: string | undefined) =>
     r.issues.find((i) => i.number === Number(number));
+  /** `owner/repo#n` → `owner/repo/issues/m` of issues transferred away. */
+  const transfers = new Map<string, string>();
 
   for (const cred of tokens.values()) grant(cred);
   for (const cred of Object.values(options.app?.installations ?? {})) grant(cred);
@@ -720,6 +732,22 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
 
   route('GET', '/repos/{owner}/{repo}/issues/{issue_number}', (ctx) =>
     withRepo(ctx, (r) => {
+      const moved = transfers.get(`${fullName(r)}#${ctx.params[2]}`);
+      if (moved !== undefined) {
+        const location = `${base}/repos/${moved}`;
+        return send(
+          ctx.res,
+          ctx.meta,
+          301,
+          {
+            message: 'Moved Permanently',
+            url: location,
+            documentation_url:
+              'https://docs.github.com/rest/guides/best-practices-for-using-the-rest-api#follow-redirects',
+          },
+          { location },
+        );
+      }
       const issue = issueIn(r, ctx.params[2]);
       if (issue === undefined) return error(ctx.res, ctx.meta, 404, 'Not Found');
       send(ctx.res, ctx.meta, 200, issueObj(r, issue));
@@ -1085,6 +1113,12 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
           responses.pop();
         }
         if (failure.delayMs !== undefined) await new Promise((r) => setTimeout(r, failure.delayMs));
+        if (failure.status < 400) {
+          // Slow, not failed: answered normally once the delay is over (if anyone still waits).
+          if (res.destroyed || req.destroyed) return;
+          if (cred === undefined) return error(res, meta, 401, 'Bad credentials');
+          return found.handle({ req, res, url, params, cred, meta });
+        }
         const reset = String(Math.floor(Date.now() / 1000) + (failure.retryAfter ?? 60));
         if (failure.rateLimit === 'secondary') {
           return error(
@@ -1114,6 +1148,8 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
           meta,
           failure.status,
           failure.status >= 500 ? 'Server Error' : 'Failure injected by the test',
+          {},
+          failure.retryAfter === undefined ? {} : { 'retry-after': String(failure.retryAfter) },
         );
       }
       if (cred === undefined) return error(res, meta, 401, 'Bad credentials');
@@ -1125,6 +1161,12 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
       }
     });
   });
+  function repoByName(name: string): FakeRepo {
+    const [owner, repo] = name.split('/');
+    const found = repoOf(owner ?? '', repo ?? '');
+    if (found === undefined) throw new Error(`no repo ${name} in the fake`);
+    return found;
+  }
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const address = server.address() as { port: number };
   base = `http://127.0.0.1:${address.port}${prefix}`;
@@ -1135,12 +1177,18 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     requests,
     responses,
     fail: (failure) => failures.push({ ...failure }),
-    repo: (name) => {
-      const [owner, repo] = name.split('/');
-      const found = repoOf(owner ?? '', repo ?? '');
-      if (found === undefined) throw new Error(`no repo ${name} in the fake`);
-      return found;
+    transfer: (from, number, to) => {
+      const source = repoByName(from);
+      const target = repoByName(to);
+      const index = source.issues.findIndex((i) => i.number === number);
+      if (index === -1) throw new Error(`no issue ${from}#${number} in the fake`);
+      const [issue] = source.issues.splice(index, 1);
+      const moved = Math.max(0, ...target.issues.map((i) => i.number)) + 1;
+      target.issues.push({ ...issue!, number: moved });
+      transfers.set(`${from}#${number}`, `${to}/issues/${moved}`);
+      return moved;
     },
+    repo: (name) => repoByName(name),
     close: () =>
       new Promise<void>((resolve) => {
         server.closeAllConnections();

@@ -1,35 +1,67 @@
-import { ConfigError, ToolError, UpstreamError } from '@gatehouse/core';
+import { ConfigError, ToolError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import { createAppAuth } from '@octokit/auth-app';
-import { retry } from '@octokit/plugin-retry';
 import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
 import Bottleneck from 'bottleneck/light.js';
 import type { GitHubConfig } from './config.js';
 
 /**
- * Bottleneck (the scheduler inside the throttling and retry plugins) yields to the event loop
+ * Bottleneck (the scheduler inside the throttling plugin) yields to the event loop
  * with setTimeout(0) several times per job: with Node's 1 ms timer floor that is 10–15 ms per
  * request on a fast network. setImmediate keeps the yield (a macrotask, after I/O) without the
- * floor. Applied once, to the shared build the plugins import; checked by the tests.
+ * floor. Applied once, to the build the plugin imports (bottleneck/light.js); the tests check
+ * the behaviour — no timer set from a yield point during a request.
  */
-export function fastBottleneckYield(): boolean {
+function fastBottleneckYield(): void {
   const store = Object.getPrototypeOf(
     (new Bottleneck() as unknown as { _store: object })._store,
   ) as {
     yieldLoop?: unknown;
   };
-  if (typeof store.yieldLoop !== 'function') return false;
+  // A Bottleneck without the yield point: nothing to patch (the test would show the timers).
+  if (typeof store.yieldLoop !== 'function') return;
   store.yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-  return true;
 }
 fastBottleneckYield();
 
 /**
- * Octokit with GitHub's recommended rate-limit handling and retries. The plugins add options,
- * not methods the server calls, so the instance is typed as the plain REST client.
+ * Octokit with GitHub's recommended rate-limit handling (the throttling plugin: pacing, and the
+ * wait a rate limit asks for, when it fits the call's deadline). Retries of failed requests are
+ * the core's withRetry, in the request hook below: it honours Retry-After, which the retry
+ * plugin did not (it retried after a second whatever the answer said). The plugin adds options,
+ * not methods, so the instance is typed as the plain REST client.
  */
-const GatehouseOctokit = Octokit.plugin(throttling, retry) as unknown as typeof Octokit;
+const GatehouseOctokit = Octokit.plugin(throttling);
+
+/** Methods that may be sent again after a failure (PATCH here only ever sets given values). */
+const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE']);
+
+/** A request of GitHub's that did not answer within GITHUB_REQUEST_TIMEOUT_MS. */
+class RequestTimeout extends Error {
+  override readonly name = 'RequestTimeout';
+  readonly code = 'ETIMEDOUT';
+  constructor(readonly ms: number) {
+    super(`GitHub did not answer within ${ms / 1000} s`);
+  }
+}
+
+/**
+ * fetch with a timeout of its own for each attempt (retries and rate-limit waits included get a
+ * fresh one), joined to the call's signal: a slow answer ends at GITHUB_REQUEST_TIMEOUT_MS.
+ */
+function timedFetch(ms: number): typeof fetch {
+  return async (input, init) => {
+    const timeout = AbortSignal.timeout(ms);
+    const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
+    try {
+      return await fetch(input, { ...init, signal });
+    } catch (error) {
+      if (timeout.aborted && !(init?.signal?.aborted ?? false)) throw new RequestTimeout(ms);
+      throw error;
+    }
+  };
+}
 export type GitHub = Octokit;
 
 /** What a call passes down to every request: its abort signal and deadline. */
@@ -127,15 +159,35 @@ export function createGitHub(
       },
       ...throttleOverrides,
     },
-    // 5xx and network failures are retried (twice) for reads; writes opt out per request.
-    retry: { doNotRetry: [400, 401, 403, 404, 410, 422, 451], retries: 2 },
+    request: { fetch: timedFetch(config.GITHUB_REQUEST_TIMEOUT_MS) },
   });
-  // Every request ends at GITHUB_REQUEST_TIMEOUT_MS, or earlier when the call is aborted.
+  // A failed idempotent request (5xx, timeout, network) is tried again — at most twice, after
+  // the wait a Retry-After asks for or a jittered backoff, never past the call's deadline;
+  // rate limits are the throttling plugin's. A write runs once unless it opts in.
   octokit.hook.wrap('request', (request, options) => {
-    const timeout = AbortSignal.timeout(config.GITHUB_REQUEST_TIMEOUT_MS);
-    const own = (options.request as { signal?: AbortSignal } | undefined)?.signal;
-    const signal = own === undefined ? timeout : AbortSignal.any([own, timeout]);
-    return request({ ...options, request: { ...options.request, signal } });
+    const own = options.request as
+      { signal?: AbortSignal; gatehouseDeadline?: number; retries?: number } | undefined;
+    const retryable = IDEMPOTENT.has(options.method) && own?.retries !== 0;
+    return withRetry(
+      async () => {
+        try {
+          return await request(options);
+        } catch (error) {
+          throw githubError(error);
+        }
+      },
+      {
+        idempotent: retryable,
+        signal: own?.signal ?? new AbortController().signal,
+        ...(own?.gatehouseDeadline === undefined ? {} : { deadline: own.gatehouseDeadline }),
+        shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
+        onRetry: (attempt, waitMs, error) =>
+          logger.debug(
+            { attempt, waitMs, err: error, url: options.url },
+            'retrying a GitHub request',
+          ),
+      },
+    );
   });
   return octokit;
 }
@@ -191,7 +243,16 @@ export function githubError(error: unknown, signal?: AbortSignal): unknown {
     cause: error,
     ...(requestId === undefined ? {} : { requestId }),
   };
-  if (status === undefined) {
+  const timedOut = error instanceof RequestTimeout ? error : (error as { cause?: unknown }).cause;
+  if (timedOut instanceof RequestTimeout) {
+    return new UpstreamError({
+      ...common,
+      status: 504,
+      message: `it did not answer within ${timedOut.ms / 1000} s (GITHUB_REQUEST_TIMEOUT_MS)`,
+      shown: true,
+    });
+  }
+  if (status === undefined || (status === 500 && e.response === undefined)) {
     if (/timeout|timed out|aborted/i.test(String(e.message))) {
       return new UpstreamError({
         ...common,
@@ -249,7 +310,12 @@ export function githubError(error: unknown, signal?: AbortSignal): unknown {
       message: `${githubMessage ?? 'invalid request'}${validationDetail(e.response?.data)}`,
     });
   }
-  return new UpstreamError({ ...common, status, message: githubMessage ?? `status ${status}` });
+  return new UpstreamError({
+    ...common,
+    status,
+    message: githubMessage ?? `status ${status}`,
+    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
+  });
 }
 
 /** Runs one GitHub request, mapping failures with {@link githubError}. */

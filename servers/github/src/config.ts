@@ -1,14 +1,23 @@
 import { defineConfig, envBoolean, envInt, envList, secret } from '@gatehouse/core';
 import * as z from 'zod';
+import { OWNER_NAME, REPO_NAME } from './scope.js';
 
-const REPO_PATTERN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})\/(?:\*|[A-Za-z0-9._-]{1,100})$/;
+/** owner/repo or owner/*, with the names GitHub allows (see parseRepo). */
+const repoEntry = (entry: string): boolean => {
+  const [owner = '', repo = '', ...rest] = entry.split('/');
+  return rest.length === 0 && OWNER_NAME.test(owner) && (repo === '*' || REPO_NAME.test(repo));
+};
 
 /** The GitHub server's configuration: the core's keys plus `GITHUB_*`. */
 export const GitHubConfigSchema = defineConfig({
   GITHUB_REPOS: envList
     .pipe(
       z
-        .array(z.string().regex(REPO_PATTERN, 'expected owner/repo or owner/* entries'))
+        .array(
+          z
+            .string()
+            .refine(repoEntry, 'expected owner/repo or owner/* entries with names GitHub allows'),
+        )
         .min(1, 'name at least one repository (owner/repo or owner/*)'),
     )
     .describe(

@@ -1,7 +1,9 @@
-import { PolicyError, ToolError } from '@gatehouse/core';
+import { PolicyError, ToolError, neutralizeMarkdown } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import type { GitHub } from './client.js';
 import type { GitHubConfig } from './config.js';
+import type { GitHubIssue } from './format.js';
+import { repoOf } from './format.js';
 import { parseRepo } from './scope.js';
 import type { RepoRef, RepoScope } from './scope.js';
 import type { TrustCache } from './trust.js';
@@ -14,6 +16,8 @@ export interface GitHubDeps {
   /** Set in trusted-authors mode. */
   readonly trust: TrustCache | undefined;
   readonly logger: Logger;
+  /** Hosts links in GitHub content may keep pointing to (see {@link safeMarkdown}). */
+  readonly linkHosts: readonly string[];
 }
 
 /** Parses and checks a `repo` argument against the allow-list; a clear refusal otherwise. */
@@ -32,6 +36,39 @@ export function allowedRepo(deps: GitHubDeps, text: string): RepoRef {
     );
   }
   return ref;
+}
+
+/**
+ * Whether an issue GitHub returned lives in an allowed repository. GitHub may answer with
+ * others: search results beyond the qualifiers, an issue transferred elsewhere (a request
+ * for acme/api#5 is redirected to where it lives now). Every path that shows issues checks.
+ */
+export function inScope(deps: GitHubDeps, issue: GitHubIssue): boolean {
+  const ref = parseRepo(repoOf(issue));
+  return ref !== undefined && deps.scope.allows(ref);
+}
+
+/** The issue the caller asked for, unless it now lives outside the allowed repositories. */
+export function requireInScope(deps: GitHubDeps, issue: GitHubIssue, asked: string): void {
+  if (inScope(deps, issue)) return;
+  throw new PolicyError(
+    'repo_allow_list',
+    `${asked} was moved to ${repoOf(issue) || 'another repository'}, which is not one of this server's repositories (${deps.scope.describe()}).`,
+  );
+}
+
+/** The hosts links in GitHub content may point to and stay links: GitHub's own. */
+export function linkHosts(config: Pick<GitHubConfig, 'GITHUB_API_URL'>): string[] {
+  const host = new URL(config.GITHUB_API_URL).hostname.toLowerCase();
+  return host === 'api.github.com' ? ['github.com'] : [host];
+}
+
+/**
+ * Third-party Markdown as the model gets it: images, raw HTML and links to other hosts made
+ * inert, so a client that renders it fetches nothing and hides no URL (docs/security.md).
+ */
+export function safeMarkdown(deps: GitHubDeps, text: string): string {
+  return neutralizeMarkdown(text, { linkHosts: deps.linkHosts });
 }
 
 /** The targets a repo argument maps to, for policy and audit (`github:owner/repo`). */

@@ -7,10 +7,24 @@ export interface RepoRef {
   readonly repo: string;
 }
 
-/** Parses `owner/repo`; undefined when it is not one. */
+/**
+ * An owner as GitHub allows it: letters, digits and single hyphens, not at either end, at most
+ * 39 characters.
+ */
+export const OWNER_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}$/;
+
+/**
+ * A repository name as GitHub allows it: letters, digits, `.`, `-` and `_`, at most 100, and
+ * not `.`, `..` or any name of dots only (which a URL path would normalise to another endpoint:
+ * `acme/..` is not a repository of acme), nor ending in `.git`.
+ */
+export const REPO_NAME = /^(?!\.+$)(?!.*\.git$)[A-Za-z0-9._-]{1,100}$/i;
+
+/** Parses `owner/repo`; undefined when it is not one GitHub would accept. */
 export function parseRepo(text: string): RepoRef | undefined {
-  const m = /^([A-Za-z0-9][A-Za-z0-9-]{0,38})\/([A-Za-z0-9._-]{1,100})$/.exec(text.trim());
-  return m === null ? undefined : { owner: m[1]!, repo: m[2]! };
+  const [owner, repo, ...rest] = text.trim().split('/');
+  if (owner === undefined || repo === undefined || rest.length > 0) return undefined;
+  return OWNER_NAME.test(owner) && REPO_NAME.test(repo) ? { owner, repo } : undefined;
 }
 
 /**

@@ -19,12 +19,17 @@ export interface SearchFilters {
 
 const LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9-]{0,38})(?:\[bot\])?$/;
 
-/** A qualifier value: quoted when it has spaces; a double quote cannot be expressed, so refused. */
+/**
+ * A qualifier value: quoted when it has spaces. A double quote cannot be expressed, and a
+ * backslash could escape the closing quote (if GitHub reads `\"` as an escape, the value leaves
+ * its quotes), so both are refused.
+ */
 function value(name: string, v: string): string {
-  if (v.includes('"')) {
-    throw new ToolError(`${name} cannot contain a double quote (GitHub search cannot escape it).`, {
-      code: 'invalid_search',
-    });
+  if (/["\\]/.test(v)) {
+    throw new ToolError(
+      `${name} cannot contain a double quote or a backslash (GitHub search cannot escape them).`,
+      { code: 'invalid_search' },
+    );
   }
   return /[\s:()]/.test(v) ? `"${v}"` : v;
 }
@@ -63,8 +68,9 @@ export function buildSearchQuery(scope: RepoScope, filters: SearchFilters, repo?
   for (const n of filters.no ?? []) parts.push(`no:${n}`);
   if (filters.created_after !== undefined) parts.push(`created:>=${filters.created_after}`);
   if (filters.updated_after !== undefined) parts.push(`updated:>=${filters.updated_after}`);
+  // The model's words: each one quoted, with no quote or backslash inside a quoted term.
   const words = (filters.text ?? '')
-    .replace(/"/g, ' ')
+    .replace(/["\\]/g, ' ')
     .split(/\s+/)
     .filter((w) => w !== '');
   for (const word of words.slice(0, 20)) parts.push(`"${word}"`);

@@ -4,6 +4,7 @@ import { createGitHub } from './client.js';
 import type { GitHub } from './client.js';
 import type { GitHubConfig } from './config.js';
 import type { GitHubDeps } from './deps.js';
+import { linkHosts } from './deps.js';
 import { inspectAccess } from './inspect.js';
 import type { AccessReport } from './inspect.js';
 import { summariseBacklogPrompt } from './prompts/summarise-backlog.js';
@@ -55,6 +56,7 @@ export function createGitHubServer(
     scope,
     trust: config.GITHUB_TRUSTED_AUTHORS_ONLY ? new TrustCache(github, deps.logger) : undefined,
     logger: deps.logger,
+    linkHosts: linkHosts(config),
   };
   let verified: AccessReport | undefined;
   let lastAttempt = 0;

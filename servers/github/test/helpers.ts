@@ -3,7 +3,8 @@ import { createLogger, createRuntime, createServerFactory, loadConfig } from '@g
 import type { AuditRecord } from '@gatehouse/audit';
 import { connectInMemory, githubSeed, memoryAudit, startGitHubFake } from '@gatehouse/testkit';
 import type { Connection, Era, GitHubFake, GitHubFakeOptions } from '@gatehouse/testkit';
-import Bottleneck from 'bottleneck';
+// The build the throttling plugin imports, and the server patches (see src/client.ts).
+import Bottleneck from 'bottleneck/light.js';
 import { expect } from 'vitest';
 import { validateGitHubResponses } from '@gatehouse/testkit';
 import { GitHubConfigSchema } from '../src/config.ts';
@@ -33,7 +34,7 @@ export interface GitHubHarness extends Connection {
 export async function connectGitHub(
   fake: GitHubFake,
   env: Record<string, string> = {},
-  options: { era?: Era; verify?: boolean } = {},
+  options: { era?: Era; verify?: boolean; productionPacing?: boolean } = {},
 ): Promise<GitHubHarness> {
   const config = loadConfig(GitHubConfigSchema, {
     GATEHOUSE_PRINCIPAL: 'tester',
@@ -55,7 +56,10 @@ export async function connectGitHub(
     }),
   });
   const { audit, records } = memoryAudit({ name: 'github-test', version: '1' });
-  const definition = createGitHubServer(config, { logger, throttle: fastThrottle() });
+  const definition = createGitHubServer(config, {
+    logger,
+    ...(options.productionPacing === true ? {} : { throttle: fastThrottle() }),
+  });
   if (options.verify !== false) await definition.verify();
   const connection = await connectInMemory(
     createServerFactory(definition, createRuntime(config, logger, { audit })),

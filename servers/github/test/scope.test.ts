@@ -47,6 +47,35 @@ describe('tools outside the allowed repositories', () => {
     expect(record.policy).toEqual({ decision: 'deny', rule: 'repo_allow_list' });
   });
 
+  it.each([
+    'acme/..',
+    'acme/.',
+    'acme/...',
+    'acme/api.git',
+    '-acme/api',
+    'ac--me/api',
+    'acme-/api',
+  ])(
+    'refuses %s under acme/* before any request: a name GitHub itself would refuse',
+    async (repo) => {
+      const owners = await connectGitHub(fake, { GITHUB_REPOS: 'acme/*' });
+      try {
+        const result = await sentNothing(() =>
+          owners.client.callTool({ name: 'github_list_issues', arguments: { repo } }),
+        );
+        expect(text(result)).toMatch(/is not a repository name/);
+        const [owner, name] = repo.split('/');
+        await expect(
+          sentNothing(() =>
+            owners.client.readResource({ uri: `github://${owner}/${name}/labels` }),
+          ),
+        ).rejects.toThrow();
+      } finally {
+        await owners.close();
+      }
+    },
+  );
+
   it('refuses names that are not repositories', async () => {
     const result = await h.client.callTool({
       name: 'github_get_issue',
@@ -127,6 +156,82 @@ describe('search', () => {
       expectValidResponses(misbehaving);
       await misbehaving.close();
     }
+  });
+});
+
+describe('every path that shows issues keeps to the allowed repositories', () => {
+  it('the triage prompt shows no other repository as a duplicate, whatever search returns', async () => {
+    const misbehaving = await startFake({ unscopedSearch: true });
+    const s = await connectGitHub(misbehaving);
+    try {
+      const prompt = await s.client.getPrompt({
+        name: 'github_triage_issue',
+        arguments: { repo: 'acme/api', number: '6' },
+      });
+      const body = (prompt.messages[0]!.content as { text: string }).text;
+      // other/lib#1 "Login fails with SSO (other project)" matches "SSO": GitHub returned it.
+      expect(misbehaving.requests.some((r) => r.startsWith('GET /search/issues'))).toBe(true);
+      expect(body).toContain('acme/api#1');
+      expect(body).not.toContain('other/lib');
+      expect(body).not.toContain('other project');
+    } finally {
+      await s.close();
+      expectValidResponses(misbehaving);
+      await misbehaving.close();
+    }
+  });
+
+  it('an issue transferred out of the allowed repositories is refused, not shown', async () => {
+    const moving = await startFake();
+    const s = await connectGitHub(moving);
+    try {
+      const secret = moving.transfer('acme/api', 5, 'acme/secret');
+      const result = await s.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: 5 },
+      });
+      expect(result.isError).toBe(true);
+      expect(text(result)).toMatch(/acme\/api#5 was moved to acme\/secret, which is not one of/);
+      expect(text(result)).not.toContain('typo in README');
+      expect(s.records.at(-1)!.policy).toEqual({ decision: 'deny', rule: 'repo_allow_list' });
+      await expect(
+        s.client.getPrompt({
+          name: 'github_triage_issue',
+          arguments: { repo: 'acme/api', number: '5' },
+        }),
+      ).rejects.toThrow(/was moved to acme\/secret/);
+      expect(secret).toBeGreaterThan(1);
+      // Moved within the allowed repositories: served from where it lives now.
+      const web = moving.transfer('acme/api', 3, 'acme/web');
+      const moved = await s.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: 3, comments: false },
+      });
+      expect(moved.structuredContent).toMatchObject({ issue: { repo: 'acme/web', number: web } });
+    } finally {
+      await s.close();
+      expectValidResponses(moving);
+      await moving.close();
+    }
+  });
+});
+
+describe('search terms never leave their quotes', () => {
+  it('drops backslashes from the words and refuses them in qualifier values', async () => {
+    const result = await h.client.callTool({
+      name: 'github_search_issues',
+      arguments: { text: 'crash\\" repo:acme/secret \\' },
+    });
+    const got = result.structuredContent as { query: string };
+    expect(got.query).toBe('repo:acme/api repo:acme/web is:issue "crash" "repo:acme/secret"');
+    expect(got.query).not.toContain('\\');
+    const label = await sentNothing(() =>
+      h.client.callTool({
+        name: 'github_search_issues',
+        arguments: { labels: ['bug\\'], text: 'x' },
+      }),
+    );
+    expect(text(label)).toMatch(/cannot contain a double quote or a backslash/);
   });
 });
 

@@ -147,9 +147,15 @@ describe('prompts', () => {
     });
     const body = (prompt.messages[0]!.content as { text: string }).text;
     expect(body).toContain('login broke after upgrade to 1.4');
-    expect(body).toContain('Follow the repository\'s template "Bug report"');
-    expect(body).toContain('### What happened?');
-    expect(body).toContain('template "Bug report"');
+    // The template is the repository's content: inside an untrusted frame, like an issue body.
+    const tag = /<(untrusted-data-[0-9a-f]{12}) source="the issue template of acme\/api">/.exec(
+      body,
+    )?.[1];
+    expect(tag).toBeDefined();
+    const inside = body.split(`<${tag!}`)[1]!.split(`</${tag!}>`)[0]!;
+    expect(inside).toContain('Template "Bug report"');
+    expect(inside).toContain('### What happened?');
+    expect(body.split(`</${tag!}>`)[1]).toContain('template "Bug report"');
   });
 
   it('summarises a backlog with the open issues embedded', async () => {

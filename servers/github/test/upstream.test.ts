@@ -2,8 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { createLogger, loadConfig } from '@gatehouse/core';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit';
 import type { GitHubFake } from '@gatehouse/testkit';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fastBottleneckYield } from '../src/client.ts';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GitHubConfigSchema } from '../src/config.ts';
 import { startGitHubServer } from '../src/server.ts';
 import {
@@ -39,9 +38,62 @@ const get = (number = 2) =>
   });
 
 describe('rate limits', () => {
-  it('runs the plugins on a Bottleneck that yields without the 1 ms timer floor', () => {
-    // The patch finds Bottleneck's yield point; if a new version moved it, this says so.
-    expect(fastBottleneckYield()).toBe(true);
+  it('runs the throttling plugin on a Bottleneck whose yields set no timers', async () => {
+    // Bottleneck yields to the event loop with setTimeout(0) several times per job (with the
+    // 1 ms timer floor, 10–15 ms a request); the server's patch yields with setImmediate.
+    // Measured on a request through the production throttling settings (no test limiters): no
+    // timer is set from a yield point. (Bottleneck still starts each job with one timer.)
+    const paced = await connectGitHub(fake, {}, { productionPacing: true });
+    const real = globalThis.setTimeout;
+    const fromYield: string[] = [];
+    const spy = vi
+      .spyOn(globalThis, 'setTimeout')
+      .mockImplementation((fn: () => void, ms?: number) => {
+        const stack = new Error().stack ?? '';
+        if (stack.includes('yieldLoop')) fromYield.push(stack);
+        return real(fn, ms);
+      });
+    try {
+      const result = await paced.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: 2, comments: false },
+      });
+      expect(result.isError).toBeFalsy();
+      // The spy sees the limiter at work (the job timer), so a miss would be seen too.
+      expect(spy.mock.calls.some(() => true)).toBe(true);
+      expect(fromYield).toEqual([]);
+    } finally {
+      spy.mockRestore();
+      await paced.close();
+    }
+  });
+
+  it('honours a long Retry-After on a 429: no retry, the wait in the error', async () => {
+    const before = fake.requests.length;
+    fake.fail({
+      match: 'GET /repos/acme/api/issues/2',
+      status: 429,
+      rateLimit: 'secondary',
+      retryAfter: 120,
+    });
+    const result = await get();
+    expect(text(result)).toBe('GitHub rate limit reached. Retry after 120s.');
+    // One request: GitHub said to wait two minutes, and nothing was sent before that.
+    expect(fake.requests.slice(before)).toEqual(['GET /repos/acme/api/issues/2']);
+  });
+
+  it('honours a Retry-After on a 503 too: no retry sooner than asked', async () => {
+    const before = fake.requests.length;
+    fake.fail({
+      match: 'GET /repos/acme/api/issues/2',
+      status: 503,
+      retryAfter: 120,
+    });
+    const result = await get();
+    expect(text(result)).toBe(
+      'GitHub failed (503); this is not caused by your request. Try again later. Retry after 120s.',
+    );
+    expect(fake.requests.slice(before)).toEqual(['GET /repos/acme/api/issues/2']);
   });
 
   it('waits out a short secondary rate limit once, within the deadline', async () => {
@@ -88,6 +140,30 @@ describe('failures', () => {
     expect(text(down)).toBe(
       'GitHub failed (503); this is not caused by your request. Try again later.',
     );
+  });
+
+  it('ends a slow answer at GITHUB_REQUEST_TIMEOUT_MS (a delay, not an error), each attempt', async () => {
+    const slow = await connectGitHub(fake, { GITHUB_REQUEST_TIMEOUT_MS: '500' });
+    try {
+      const before = fake.requests.length;
+      // An answer a minute late: were the timeout not real, the call's 30 s deadline would
+      // end it instead, with another message.
+      fake.fail({ match: 'GET /repos/acme/api/issues/2', status: 200, delayMs: 60_000, times: 3 });
+      const result = await slow.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: 2, comments: false },
+      });
+      expect(text(result)).toBe(
+        'GitHub failed (504): it did not answer within 0.5 s (GITHUB_REQUEST_TIMEOUT_MS); this is not caused by your request. Try again later.',
+      );
+      // A read is tried three times, each ended by its own timeout.
+      expect(fake.requests.slice(before)).toEqual(
+        new Array(3).fill('GET /repos/acme/api/issues/2'),
+      );
+      expect(slow.records.at(-1)!.event.reason).toBe('upstream_error');
+    } finally {
+      await slow.close();
+    }
   });
 
   it('says GitHub is unreachable when nothing answers', async () => {

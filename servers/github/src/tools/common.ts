@@ -2,6 +2,7 @@ import type { ToolAnnotations } from '@gatehouse/core';
 import * as z from 'zod';
 import type { CallBounds } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
+import { inScope, safeMarkdown } from '../deps.js';
 import type { GitHubIssue, IssueField, IssueView } from '../format.js';
 import { IssueFieldSchema, projectIssue, repoOf } from '../format.js';
 import { parseRepo } from '../scope.js';
@@ -44,15 +45,17 @@ export const CursorArg = z
   .describe('next_cursor of the previous page, to continue; omit for the first page.');
 
 /**
- * Projects issues for the model; in trusted-authors mode the titles and bodies of authors
- * without push access are withheld.
+ * Projects issues for the model: only those in allowed repositories (whatever GitHub
+ * returned); titles and bodies with their Markdown made inert; in trusted-authors mode the
+ * titles and bodies of authors without push access withheld.
  */
 export async function viewIssues(
   deps: GitHubDeps,
   bounds: CallBounds,
-  issues: readonly GitHubIssue[],
+  found: readonly GitHubIssue[],
   fields: readonly IssueField[],
 ): Promise<IssueView[]> {
+  const issues = found.filter((i) => inScope(deps, i));
   const hidden = new Set<GitHubIssue>();
   if (deps.trust !== undefined) {
     for (const issue of issues) {
@@ -67,5 +70,11 @@ export async function viewIssues(
       }
     }
   }
-  return issues.map((i) => projectIssue(i, fields, hidden.has(i)));
+  return issues.map((i) => {
+    const view = projectIssue(i, fields, hidden.has(i));
+    if (view.hidden === true) return view;
+    if (view.title !== undefined) view.title = safeMarkdown(deps, view.title);
+    if (typeof view.body === 'string') view.body = safeMarkdown(deps, view.body);
+    return view;
+  });
 }

@@ -2,8 +2,9 @@ import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo, repoTarget } from '../deps.js';
+import { allowedRepo, repoTarget, requireInScope, safeMarkdown } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
+import { parseRepo } from '../scope.js';
 import {
   DETAIL_FIELDS,
   IssueViewSchema,
@@ -11,6 +12,7 @@ import {
   encodeCursor,
   hasNext,
   issueLine,
+  repoOf,
   withheld,
 } from '../format.js';
 import { CursorArg, GITHUB_READ, PerPageArg, RepoArg, fieldsArg, viewIssues } from './common.js';
@@ -60,7 +62,18 @@ export function getIssueTool(deps: GitHubDeps) {
       const query = { repo: name, number: args.number, per_page: args.comments_per_page };
       const page = decodeCursor(args.comments_cursor, query);
       // The issue and its first comments page are fetched at once (one round trip of latency).
-      const [issueResponse, commentsResponse] = await Promise.all([
+      const listComments = (owner: string, name_: string, number: number) =>
+        call(ctx, () =>
+          deps.github.rest.issues.listComments({
+            owner,
+            repo: name_,
+            issue_number: number,
+            per_page: args.comments_per_page ?? config.GITHUB_PAGE_SIZE,
+            page,
+            ...requestOptions(ctx),
+          }),
+        );
+      const [issueResult, commentsResult] = await Promise.allSettled([
         call(ctx, () =>
           deps.github.rest.issues.get({
             owner: repo.owner,
@@ -69,20 +82,23 @@ export function getIssueTool(deps: GitHubDeps) {
             ...requestOptions(ctx),
           }),
         ),
-        wantComments
-          ? call(ctx, () =>
-              deps.github.rest.issues.listComments({
-                owner: repo.owner,
-                repo: repo.repo,
-                issue_number: args.number,
-                per_page: args.comments_per_page ?? config.GITHUB_PAGE_SIZE,
-                page,
-                ...requestOptions(ctx),
-              }),
-            )
-          : undefined,
+        wantComments ? listComments(repo.owner, repo.repo, args.number) : undefined,
       ]);
-      const issue = issueResponse.data as unknown as GitHubIssue;
+      if (issueResult.status === 'rejected') throw issueResult.reason;
+      const issue = issueResult.value.data as unknown as GitHubIssue;
+      // A transferred issue answers from where it lives now: that must be allowed too.
+      requireInScope(deps, issue, `${name}#${args.number}`);
+      const now = parseRepo(repoOf(issue)) ?? repo;
+      const moved =
+        `${now.owner}/${now.repo}`.toLowerCase() !== name.toLowerCase() ||
+        issue.number !== args.number;
+      let commentsResponse =
+        commentsResult.status === 'fulfilled' ? commentsResult.value : undefined;
+      if (wantComments && moved) {
+        commentsResponse = await listComments(now.owner, now.repo, issue.number);
+      } else if (commentsResult.status === 'rejected') {
+        throw commentsResult.reason;
+      }
       const [view] = await viewIssues(deps, ctx, [issue], args.fields ?? DETAIL_FIELDS);
       const comments: Array<z.infer<typeof CommentSchema>> = [];
       let next: string | undefined;
@@ -94,7 +110,7 @@ export function getIssueTool(deps: GitHubDeps) {
             ? undefined
             : await deps.trust.map(
                 ctx,
-                repo,
+                now,
                 response.data.map((c) => c.user?.login ?? ''),
               );
         for (const c of response.data) {
@@ -106,7 +122,7 @@ export function getIssueTool(deps: GitHubDeps) {
             author,
             created_at: c.created_at,
             updated_at: c.updated_at,
-            body: hidden ? withheld(author, name) : (c.body ?? ''),
+            body: hidden ? withheld(author, name) : safeMarkdown(deps, c.body ?? ''),
             ...(hidden ? { hidden: true as const } : {}),
           });
         }

@@ -2,7 +2,7 @@ import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo, repoTarget, scopeTargets } from '../deps.js';
+import { allowedRepo, inScope, repoTarget, scopeTargets } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
 import {
   IssueViewSchema,
@@ -11,9 +11,7 @@ import {
   encodeCursor,
   hasNext,
   issueLine,
-  repoOf,
 } from '../format.js';
-import { parseRepo } from '../scope.js';
 import { buildSearchQuery } from '../search-query.js';
 import {
   CursorArg,
@@ -99,10 +97,7 @@ export function searchIssuesTool(deps: GitHubDeps) {
       );
       // Defence in depth: whatever GitHub returns, only allowed repositories reach the model.
       const items = response.data.items as unknown as GitHubIssue[];
-      const kept = items.filter((i) => {
-        const ref = parseRepo(repoOf(i));
-        return ref !== undefined && scope.allows(ref);
-      });
+      const kept = items.filter((i) => inScope(deps, i));
       const fields = args.fields ?? ['repo', ...LIST_FIELDS];
       const views = await viewIssues(deps, ctx, kept, fields);
       const next =

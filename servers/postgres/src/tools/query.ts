@@ -38,13 +38,20 @@ function cell(value: unknown): string {
     .replace(/\|/g, '\\|');
 }
 
-/** A compact table for the model: header, rows, and the caps in words. */
+/**
+ * A compact table for the model: header and rows, inside a code fence longer than any run of
+ * backticks in the values — row values are third-party text, and in a code block a client that
+ * renders Markdown shows an image or a link in them as text instead of fetching it.
+ */
 export function rowsText(output: QueryOutput): string {
   const header = output.columns
     .map((c) => `${c.name} (${c.type}${c.masked === true ? ', masked' : ''})`)
     .join(' | ');
   const body = output.rows.map((r) => r.map(cell).join(' | ')).join('\n');
-  return body === '' ? header : `${header}\n${body}`;
+  const table = body === '' ? header : `${header}\n${body}`;
+  const longest = Math.max(0, ...[...table.matchAll(/`+/g)].map((m) => m[0].length));
+  const fence = '`'.repeat(Math.max(3, longest + 1));
+  return `${fence}\n${table}\n${fence}`;
 }
 
 function summary(output: QueryOutput & { durationMs: number }, maxRows: number, maxBytes: number) {
