@@ -13,7 +13,6 @@ const require = createRequire(import.meta.url);
 type Json = Record<string, unknown>;
 
 interface AjvLike {
-  addSchema(schema: Json): void;
   compile(schema: Json): ValidateFunction;
 }
 
@@ -44,10 +43,8 @@ function load() {
   const spec = require('@octokit/openapi/generated/api.github.com.json') as Spec;
   const Ajv = (require('ajv') as { default: new (options: Json) => AjvLike }).default;
   const addFormats = (require('ajv-formats') as { default: (ajv: AjvLike) => void }).default;
-  const ajv = new Ajv({ strict: false, allErrors: true });
+  const ajv = new Ajv({ strict: false, allErrors: true, inlineRefs: false });
   addFormats(ajv);
-  // The components are registered once; schemas inside `paths` refer to them as `github#/…`.
-  ajv.addSchema({ $id: 'github', components: convert(spec.components) });
   loaded = { spec, ajv, cache: new Map() };
   return loaded;
 }
@@ -63,15 +60,43 @@ function documentedSchema(spec: Spec, method: string, route: string, status: num
   return content?.['application/json']?.schema;
 }
 
+/**
+ * The components a schema refers to, transitively, converted: only these are compiled with it
+ * (the whole description is 4 MB; converting and registering all of it was most of the cost).
+ */
+function referenced(spec: Spec, schema: unknown): Json {
+  const components: Record<string, Json> = {};
+  const pending = [schema];
+  while (pending.length > 0) {
+    const node = pending.pop();
+    if (Array.isArray(node)) {
+      pending.push(...(node as unknown[]));
+      continue;
+    }
+    if (node === null || typeof node !== 'object') continue;
+    for (const [key, value] of Object.entries(node as Json)) {
+      if (key === '$ref' && typeof value === 'string' && value.startsWith('#/components/')) {
+        const [, , kind, name] = value.split('/') as [string, string, string, string];
+        const section = (components[kind] ??= {});
+        if (section[name] === undefined) {
+          const target = (spec.components[kind] as Json | undefined)?.[name];
+          section[name] = convert(target) as Json;
+          pending.push(target);
+        }
+      } else {
+        pending.push(value);
+      }
+    }
+  }
+  return components;
+}
+
 function compiled(key: string, schema: Json): ValidateFunction {
-  const { ajv, cache } = load();
+  const { ajv, cache, spec } = load();
   let fn = cache.get(key);
   if (fn === undefined) {
-    const text = JSON.stringify(convert(schema)).replace(
-      /"#\/components\//g,
-      '"github#/components/',
-    );
-    fn = ajv.compile(JSON.parse(text) as Json);
+    // Refs stay `#/components/…`: the components they need sit at the root beside the schema.
+    fn = ajv.compile({ ...(convert(schema) as Json), components: referenced(spec, schema) });
     cache.set(key, fn);
   }
   return fn;

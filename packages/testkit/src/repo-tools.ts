@@ -11,19 +11,34 @@ const require = createRequire(import.meta.url);
 
 /**
  * Runs `scripts/gen-docs.mjs --check` for one scope of the repository's generated docs and
- * returns what it printed: empty when the docs match the code.
+ * returns what it printed: empty when the docs match the code, the files that drifted when
+ * not. Throws when the generator itself failed (`script` replaces it in the testkit's tests).
  */
-export async function checkGeneratedDocs(scope: string): Promise<string> {
-  const script = fileURLToPath(new URL('../../../scripts/gen-docs.mjs', import.meta.url));
+export async function checkGeneratedDocs(
+  scope: string,
+  script = fileURLToPath(new URL('../../../scripts/gen-docs.mjs', import.meta.url)),
+): Promise<string> {
   const result = await run(process.execPath, [script, '--check', '--scope', scope]).catch(
-    (error: { stdout?: string }) => error,
+    (error: { code?: unknown; stdout?: string; stderr?: string }) => error,
   );
+  const code = 'code' in result ? result.code : 0;
+  // Out of date: exit 1 with what drifted on stdout. Anything else — a crash, a signal, a
+  // message on stderr — is a generator that did not run, never a pass.
+  if (code === 1 && (result.stdout ?? '') !== '') return result.stdout ?? '';
+  if (code !== 0 || (result.stderr ?? '') !== '') {
+    throw new Error(
+      `gen-docs --check --scope ${scope} failed (exit ${String(code)}): ${(result.stderr ?? '').slice(0, 2000)}`,
+    );
+  }
   return result.stdout ?? '';
 }
 
 /** The outcome of one run of the official MCP conformance suite. */
 export interface ConformanceRun {
-  /** The suite's exit code: 0 when every required check passed or is in the baseline. */
+  /**
+   * The suite's exit code: 0 when every required check passed or is in the baseline; -1 when it
+   * did not finish (killed at the timeout, by a signal, or its output overflowed).
+   */
   readonly exitCode: number;
   /** Its output without colours. */
   readonly output: string;
@@ -64,11 +79,22 @@ export async function runConformance(
     process.execPath,
     [bin, 'server', '--url', target.href, ...args, '--timeout', '20000'],
     { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 },
-  ).catch((error: { code?: number; stdout?: string; stderr?: string }) => error);
+  ).catch(
+    (error: {
+      code?: unknown;
+      signal?: unknown;
+      killed?: boolean;
+      stdout?: string;
+      stderr?: string;
+    }) => error,
+  );
   const output = stripVTControlCharacters(`${result.stdout ?? ''}${result.stderr ?? ''}`);
   const counts = [...output.matchAll(/Passed: (\d+)\/(\d+), (\d+) failed/g)].at(-1);
+  // A run that was killed (timeout, signal: code null) or overflowed its output buffer (a
+  // string code) did not pass: only a numeric exit code counts, and only 0 is a pass.
+  const code = 'code' in result ? result.code : 0;
   return {
-    exitCode: 'code' in result && typeof result.code === 'number' ? result.code : 0,
+    exitCode: typeof code === 'number' ? code : -1,
     output,
     summary: output.split('=== SUMMARY ===')[1] ?? output,
     checks:
