@@ -80,7 +80,7 @@ function referenced(spec: Spec, schema: unknown): Json {
         const section = (components[kind] ??= {});
         if (section[name] === undefined) {
           const target = (spec.components[kind] as Json | undefined)?.[name];
-          section[name] = convert(target) as Json;
+          section[name] = convert(target);
           pending.push(target);
         }
       } else {
