@@ -1,5 +1,5 @@
-import { execFile } from 'node:child_process';
-import { createWriteStream, statSync } from 'node:fs';
+import { execFile, execFileSync } from 'node:child_process';
+import { createWriteStream, existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { once } from 'node:events';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { AuditLog, CSV_COLUMNS, csvCell } from '../src/index.js';
 import type { LineSink } from '../src/index.js';
+import { MIN_NODE, supportedNode } from '../src/node-check.js';
 import { SERVICE, callEntry, cli, lifecycleEntry, tempDir, writeLog } from './helpers.js';
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
@@ -189,4 +190,54 @@ describe('large logs', () => {
     ]);
     expect(stdout).toMatch(/^intact: 24027 records/);
   }, 120_000);
+});
+
+describe('on a Node.js that is too old', () => {
+  const run = promisify(execFile);
+  const machineNode = '/usr/bin/node';
+  const old = existsSync(machineNode)
+    ? execFileSync(machineNode, ['-p', 'process.versions.node'], { encoding: 'utf8' }).trim()
+    : undefined;
+
+  it('says which Node.js it needs, on the machine’s own old Node', async () => {
+    // The machine's Node is 20 (end of life); CI runs the suite on 24 beside it.
+    expect(old, `${machineNode} should be the machine's Node 20`).toMatch(/^20\./);
+    const result = await run(machineNode, [bin, 'verify', '-']).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(result).toMatchObject({
+      code: 1,
+      stderr: `Gatehouse needs Node.js ${MIN_NODE} or later (Node 24 LTS is recommended); this is Node.js ${old}. Install a newer Node.js and run it again.\n`,
+    });
+  });
+
+  it('checks the version it is told, on this Node too', async () => {
+    const pretend = `data:text/javascript,Object.defineProperty(process.versions,'node',{value:'22.18.9'})`;
+    const result = await run(process.execPath, ['--import', pretend, bin, 'verify', '-']).catch(
+      (error: { code: number; stderr: string }) => error,
+    );
+    expect(result).toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining('this is Node.js 22.18.9'),
+    });
+    expect(supportedNode('22.19.0')).toBe(true);
+    expect(supportedNode('v24.0.0')).toBe(true);
+    expect(supportedNode('22.18.99')).toBe(false);
+    expect(supportedNode('18.20.4')).toBe(false);
+  });
+
+  it('asks for the Node.js every package declares', () => {
+    const root = new URL('../../../', import.meta.url);
+    const manifests = ['package.json', 'packages', 'servers'].flatMap((entry) =>
+      entry === 'package.json'
+        ? [entry]
+        : readdirSync(new URL(entry, root)).map((d) => `${entry}/${d}/package.json`),
+    );
+    for (const manifest of manifests) {
+      const { engines } = JSON.parse(readFileSync(new URL(manifest, root), 'utf8')) as {
+        engines?: { node?: string };
+      };
+      expect(engines?.node, manifest).toBe(`>=${MIN_NODE.replace(/\.0$/, '')}`);
+    }
+  });
 });

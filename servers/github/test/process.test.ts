@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { connectHttp, connectStdio, runConformance, spawnServer } from '@gatehouse/testkit';
 import type { GitHubFake } from '@gatehouse/testkit';
@@ -100,4 +101,14 @@ describe('the binary', () => {
       await server.stop();
     }
   }, 120_000);
+});
+
+describe('on a Node.js that is too old', () => {
+  it("says which Node.js it needs instead of failing on syntax (the machine's Node 20)", async () => {
+    const old = spawnSync('/usr/bin/node', [BIN], { encoding: 'utf8', env: {} });
+    expect(old.status).toBe(1);
+    expect(old.stderr).toMatch(
+      /^Gatehouse needs Node\.js 22\.19\.0 or later \(Node 24 LTS is recommended\); this is Node\.js 20\.[\d.]+\. Install a newer Node\.js and run it again\.\n$/,
+    );
+  });
 });

@@ -3,7 +3,10 @@
 // Node's on-disk compile cache (a warm start skips compiling the SDK and zod again), and
 // `--liftoff-only` in the line above, which keeps V8 from re-compiling the SQL parser's huge
 // WebAssembly function with TurboFan — a transient of several hundred MB of memory.
-import { enableCompileCache } from 'node:module';
+// The Node version check comes first: on an old Node it says which version is needed instead of
+// failing on syntax deep in a dependency (everything else loads after it, dynamically).
+import '@gatehouse/core/node-check';
 
+const { enableCompileCache } = await import('node:module');
 enableCompileCache();
 await import('./main.js');

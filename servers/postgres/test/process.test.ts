@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { fileURLToPath } from 'node:url';
@@ -69,39 +70,42 @@ describe('over stdio', () => {
   });
 });
 
-/** A TCP proxy in front of PostgreSQL: cutting it is a database outage or network cut. */
+/**
+ * A TCP proxy in front of PostgreSQL: cutting it is a database outage or network cut. It keeps
+ * its port while cut (new connections are closed at once, open ones dropped): were the port let
+ * go, another test process could take it before the database comes back.
+ */
 async function proxy(target: URL) {
   const sockets = new Set<Socket>();
-  let server: Server | undefined;
-  let port = 0;
-  const listen = async (): Promise<void> => {
-    server = createServer((client) => {
-      const socket = connect(Number(target.port), target.hostname);
-      sockets.add(client).add(socket);
-      client.pipe(socket).pipe(client);
-      const drop = () => {
-        client.destroy();
-        socket.destroy();
-      };
-      client.on('error', drop).on('close', drop);
-      socket.on('error', drop).on('close', drop);
-    });
-    await new Promise<void>((resolve) => server!.listen(port, '127.0.0.1', resolve));
-    port = (server.address() as { port: number }).port;
-  };
-  await listen();
+  let down = false;
+  const server: Server = createServer((client) => {
+    if (down) {
+      client.destroy();
+      return;
+    }
+    const socket = connect(Number(target.port), target.hostname);
+    sockets.add(client).add(socket);
+    client.pipe(socket).pipe(client);
+    const drop = () => {
+      client.destroy();
+      socket.destroy();
+    };
+    client.on('error', drop).on('close', drop);
+    socket.on('error', drop).on('close', drop);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as { port: number }).port;
   return {
-    get port() {
-      return port;
-    },
+    port,
     async cut() {
-      await new Promise<void>((resolve) => {
-        server!.close(() => resolve());
-        for (const s of sockets) s.destroy();
-        sockets.clear();
-      });
+      down = true;
+      for (const s of sockets) s.destroy();
+      sockets.clear();
     },
-    restore: listen,
+    async restore() {
+      down = false;
+    },
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
   };
 }
 
@@ -204,6 +208,7 @@ describe('over HTTP, with the database going away', () => {
     } finally {
       await server.stop();
       await tcp.cut();
+      await tcp.close();
     }
   });
 
@@ -235,6 +240,17 @@ describe('over HTTP, with the database going away', () => {
     } finally {
       await server.stop();
       await tcp.cut();
+      await tcp.close();
     }
+  });
+});
+
+describe('on a Node.js that is too old', () => {
+  it("says which Node.js it needs instead of failing on syntax (the machine's Node 20)", async () => {
+    const old = spawnSync('/usr/bin/node', [BIN], { encoding: 'utf8', env: {} });
+    expect(old.status).toBe(1);
+    expect(old.stderr).toMatch(
+      /^Gatehouse needs Node\.js 22\.19\.0 or later \(Node 24 LTS is recommended\); this is Node\.js 20\.[\d.]+\. Install a newer Node\.js and run it again\.\n$/,
+    );
   });
 });
