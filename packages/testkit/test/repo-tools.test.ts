@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkGeneratedDocs, runConformance } from '../src/repo-tools.ts';
+import { checkGeneratedDocs, runConformance } from '../src/repo-tools.js';
 
 // The helpers other suites trust to say "the docs match" and "the conformance run passed" must
 // fail when the thing they run did not: a crashed generator, a killed conformance run.
