@@ -1,4 +1,4 @@
-import { parseJSONRPCMessage } from '@modelcontextprotocol/server';
+import { parseJSONRPCMessage, specTypeSchemas } from '@modelcontextprotocol/server';
 import type { JSONRPCErrorResponse, JSONRPCMessage } from '@modelcontextprotocol/server';
 import type * as z from 'zod';
 
@@ -124,6 +124,63 @@ function describeIssue(
   return { path: path.map(String).join('.'), problem };
 }
 
+/** The MCP schema of each request a client may send, by method (others: the SDK's -32601). */
+const REQUEST_SCHEMAS: Readonly<Record<string, { '~standard': StandardSchema }>> = {
+  initialize: specTypeSchemas.InitializeRequest,
+  ping: specTypeSchemas.PingRequest,
+  'server/discover': specTypeSchemas.DiscoverRequest,
+  'tools/list': specTypeSchemas.ListToolsRequest,
+  'tools/call': specTypeSchemas.CallToolRequest,
+  'resources/list': specTypeSchemas.ListResourcesRequest,
+  'resources/templates/list': specTypeSchemas.ListResourceTemplatesRequest,
+  'resources/read': specTypeSchemas.ReadResourceRequest,
+  'resources/subscribe': specTypeSchemas.SubscribeRequest,
+  'resources/unsubscribe': specTypeSchemas.UnsubscribeRequest,
+  'prompts/list': specTypeSchemas.ListPromptsRequest,
+  'prompts/get': specTypeSchemas.GetPromptRequest,
+  'completion/complete': specTypeSchemas.CompleteRequest,
+  'logging/setLevel': specTypeSchemas.SetLevelRequest,
+  'subscriptions/listen': specTypeSchemas.SubscriptionsListenRequest,
+} as unknown as Record<string, { '~standard': StandardSchema }>;
+
+const ENVELOPE = 'io.modelcontextprotocol/';
+/** The 2026-07-28 envelope keys a request's `_meta` may carry, with their schemas. */
+const ENVELOPE_KEYS: Readonly<Record<string, { '~standard': StandardSchema } | 'string'>> = {
+  [`${ENVELOPE}protocolVersion`]: 'string',
+  [`${ENVELOPE}clientInfo`]: specTypeSchemas.Implementation,
+  [`${ENVELOPE}clientCapabilities`]: specTypeSchemas.ClientCapabilities,
+  [`${ENVELOPE}logLevel`]: specTypeSchemas.LoggingLevel,
+} as unknown as Record<string, { '~standard': StandardSchema } | 'string'>;
+
+/**
+ * What is wrong with a request's protocol envelope (`_meta` of the 2026-07-28 revision), in our
+ * words: a claim (a protocol version) needs the client's capabilities, and each envelope key
+ * its shape. (The SDK would answer with the schema library's message.)
+ */
+function envelopeProblem(params: unknown): string | undefined {
+  const meta = (params as { _meta?: unknown } | null | undefined)?._meta;
+  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return undefined;
+  const envelope = meta as Record<string, unknown>;
+  if (`${ENVELOPE}protocolVersion` in envelope && !(`${ENVELOPE}clientCapabilities` in envelope)) {
+    return `Invalid params: params._meta needs ${ENVELOPE}clientCapabilities with ${ENVELOPE}protocolVersion`;
+  }
+  for (const [key, schema] of Object.entries(ENVELOPE_KEYS)) {
+    if (!(key in envelope)) continue;
+    const value = envelope[key];
+    const bad =
+      schema === 'string'
+        ? typeof value !== 'string'
+        : ((schema['~standard'].validate(value) as { issues?: readonly Issue[] }).issues?.length ??
+            0) > 0;
+    if (bad) return `Invalid params: params._meta.${key} is not valid here`;
+  }
+  return undefined;
+}
+
+interface StandardSchema {
+  validate(value: unknown): { issues?: readonly Issue[] } | Promise<unknown>;
+}
+
 /**
  * The path of the first own `__proto__` key in a value (JSON.parse makes it an ordinary key).
  * The SDK's parse of a request turns such a key into the prototype of the copy it hands on, so
@@ -182,7 +239,26 @@ export function inspectMessage(value: unknown): Inspected {
     );
   }
   try {
-    return { ok: true, message: parseJSONRPCMessage(message) };
+    const parsed = parseJSONRPCMessage(message);
+    // A request's params against its method's schema, here: the SDK would answer a mismatch
+    // with the schema library's own JSON.
+    // (Notifications too: over HTTP the SDK would answer even those with its own message.)
+    const isResponse = 'result' in message || 'error' in message;
+    const envelope = isResponse ? undefined : envelopeProblem(message.params);
+    if (envelope !== undefined) return refuse(RPC.invalidParams, envelope);
+    const schema = isRequest ? REQUEST_SCHEMAS[message.method as string] : undefined;
+    if (schema !== undefined) {
+      const checked = schema['~standard'].validate({
+        method: message.method,
+        params: message.params,
+      });
+      const issues = 'issues' in checked ? checked.issues : undefined;
+      if (issues !== undefined && issues.length > 0) {
+        const { path, problem } = describeIssue(issues);
+        return refuse(RPC.invalidParams, `Invalid params: ${path || 'params'} ${problem}`);
+      }
+    }
+    return { ok: true, message: parsed };
   } catch (error) {
     const { path, problem } = describeIssue((error as { issues?: Issue[] }).issues);
     const inParams = path === 'params' || path.startsWith('params.');
