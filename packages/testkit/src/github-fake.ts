@@ -93,6 +93,8 @@ export interface FakeFailure {
   delayMs?: number;
   /** Apply the request (e.g. create the issue) before failing, as a timed-out write does. */
   afterEffect?: boolean;
+  /** The error's message (default: GitHub's for the status). */
+  message?: string;
 }
 
 /** One response the fake sent, for OpenAPI validation. */
@@ -1147,7 +1149,8 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
           res,
           meta,
           failure.status,
-          failure.status >= 500 ? 'Server Error' : 'Failure injected by the test',
+          failure.message ??
+            (failure.status >= 500 ? 'Server Error' : 'Failure injected by the test'),
           {},
           failure.retryAfter === undefined ? {} : { 'retry-after': String(failure.retryAfter) },
         );

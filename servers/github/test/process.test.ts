@@ -1,4 +1,7 @@
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectHttp, connectStdio, runConformance, spawnServer } from '@gatehouse/testkit';
 import type { GitHubFake } from '@gatehouse/testkit';
@@ -25,6 +28,35 @@ const env = (extra: Record<string, string> = {}) => ({
   GITHUB_API_URL: fake.url,
   GITHUB_REPOS: 'acme/api,acme/web',
   ...extra,
+});
+
+describe('a refused start', () => {
+  it('writes gatehouse/start_refused to the audit trail (a rejected token), exit 2', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gh-refused-'));
+    const auditFile = join(dir, 'audit.jsonl');
+    const rejected =
+      'github_pat_11REJECTED00000000000000000000000000000000000000000000000000000000000000';
+    const server = await spawnServer(BIN, [], {
+      env: env({
+        GITHUB_TOKEN: rejected,
+        GATEHOUSE_AUDIT_SINKS: 'file',
+        GATEHOUSE_AUDIT_FILE: auditFile,
+      }),
+      waitForStart: false,
+    });
+    expect(await server.exited()).toBe(2);
+    const text = readFileSync(auditFile, 'utf8');
+    const records = text
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: { action: string }; gatehouse?: { reason?: string } });
+    expect(records.map((r) => r.event.action)).toEqual([
+      'gatehouse/start_refused',
+      'audit/checkpoint',
+    ]);
+    expect(records[0]!.gatehouse?.reason).toMatch(/^GITHUB_TOKEN: /);
+    expect(text).not.toContain(rejected);
+  });
 });
 
 describe('the binary', () => {

@@ -182,6 +182,37 @@ describe('failures', () => {
     }
   });
 
+  it('keeps a token of no known shape out of everything when GitHub echoes it back', async () => {
+    // A classic token from before prefixes: 40 hex digits, nothing a pattern can recognise;
+    // only the configured value identifies it.
+    const hex = 'a3f1c9e07b2d4f6a8c1e3b5d7f9a0c2e4b6d8f01';
+    const own = await startFake({ tokens: { [hex]: { login: 'octo', repos: ['acme/web'] } } });
+    const s = await connectGitHub(own, { GITHUB_TOKEN: hex });
+    try {
+      own.fail({
+        match: 'GET /repos/acme/api/issues',
+        status: 422,
+        message: `Validation failed for token ${hex} (${encodeURIComponent(hex)})`,
+      });
+      own.fail({
+        match: 'GET /repos/acme/web/issues',
+        status: 502,
+        message: `upstream saw ${hex}`,
+      });
+      const results = [
+        await s.client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api' } }),
+        await s.client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/web' } }),
+      ];
+      const everything = `${JSON.stringify(results)}\n${s.logs()}\n${JSON.stringify(s.records)}`;
+      expect(text(results[0])).toContain('[REDACTED:GITHUB_TOKEN]');
+      expect(everything).not.toContain(hex);
+      expect(everything).not.toContain(hex.slice(0, 20));
+    } finally {
+      await s.close();
+      await own.close();
+    }
+  });
+
   it('keeps the token out of every error, log line and audit record', async () => {
     fake.fail({ match: 'GET /repos/acme/api/issues', status: 500, times: 5 });
     await h.client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api' } });
