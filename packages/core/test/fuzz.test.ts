@@ -155,6 +155,11 @@ function generator(seed: number, era: Era, transport: Transport) {
         : [{ method: 'server/discover' }]),
     ]);
   };
+  /** The message's params as an object to mutate (a fresh one when they are not an object). */
+  const paramsOf = (message: Record<string, Json>): Record<string, Json> =>
+    typeof message.params === 'object' && message.params !== null && !Array.isArray(message.params)
+      ? (message.params as Record<string, Json>)
+      : {};
   let next = 0;
   return (): Case => {
     const n = next++;
@@ -200,13 +205,7 @@ function generator(seed: number, era: Era, transport: Transport) {
           message.params = pick([null, [], 'x', 5, {}, value()]);
           break;
         case 5: {
-          const params = (
-            typeof message.params === 'object' &&
-            message.params !== null &&
-            !Array.isArray(message.params)
-              ? message.params
-              : {}
-          ) as Record<string, Json>;
+          const params = paramsOf(message);
           params._meta = pick([
             'x',
             7,
@@ -221,13 +220,7 @@ function generator(seed: number, era: Era, transport: Transport) {
           break;
         }
         case 6: {
-          const params = (
-            typeof message.params === 'object' &&
-            message.params !== null &&
-            !Array.isArray(message.params)
-              ? message.params
-              : {}
-          ) as Record<string, Json>;
+          const params = paramsOf(message);
           params.arguments = JSON.parse(
             pick([
               '{"__proto__":{"x":1}}',

@@ -226,14 +226,6 @@ const attempts: Array<[string, RegExp]> = [
 ];
 
 describe('owner code that lies about itself runs, but leaves nothing on a pooled connection', () => {
-  const locks = async () =>
-    (
-      await company.admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE l.locktype = 'advisory' AND a.datname = current_database()`,
-      )
-    ).rows[0]!.n;
-
   it.each([
     ['SELECT lying(1) AS x', 'advisory locks'],
     ['SELECT 1 =~= 1 AS x', 'advisory locks'],
@@ -242,7 +234,7 @@ describe('owner code that lies about itself runs, but leaves nothing on a pooled
     const result = await h.client.callTool({ name: 'postgres_query', arguments: { sql } });
     expect(result.isError, text(result)).toBeFalsy();
     // The destroyed connection's backend exits (and drops its locks) a moment later.
-    await expect.poll(locks).toBe(0);
+    await expect.poll(() => company.advisoryLocks()).toBe(0);
     expect(h.logs()).toContain(dirty);
     expect(h.logs()).toContain('the connection was destroyed');
     // The pool serves the next call from a clean connection.

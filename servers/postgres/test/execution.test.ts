@@ -73,13 +73,6 @@ afterAll(async () => {
 });
 
 describe('a connection goes back to the pool only in a clean session state', () => {
-  const advisory = async () =>
-    (
-      await company.admin.query<{ n: number }>(
-        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
-         WHERE l.locktype = 'advisory' AND a.datname = current_database()`,
-      )
-    ).rows[0]!.n;
   const pid = async (pool: PostgresDatabase) =>
     (await raw('SELECT pg_backend_pid()', pool)).rows[0]![0] as number;
 
@@ -95,7 +88,7 @@ describe('a connection goes back to the pool only in a clean session state', () 
       await raw(sql, pool);
       // …but not once it kept state: a new connection serves, and the lock went with the old.
       expect(await pid(pool)).not.toBe(before);
-      await expect.poll(advisory).toBe(0);
+      await expect.poll(() => company.advisoryLocks()).toBe(0);
     } finally {
       await pool.close();
     }

@@ -26,6 +26,8 @@ export interface CompanyDatabase {
   readonly url: string;
   /** A fingerprint of all data and schema; equal before and after means nothing changed. */
   checksum(): Promise<string>;
+  /** Advisory locks held by sessions in this database (a session lock outlives ROLLBACK). */
+  advisoryLocks(): Promise<number>;
   /** Creates another login role (for role-check tests) and returns its URL. */
   createRole(sql: (role: string) => string): Promise<{ role: string; url: string }>;
   close(): Promise<void>;
@@ -64,6 +66,13 @@ export async function companyDatabase(adminUrl: string, prefix: string): Promise
     role: documented.role,
     url: documented.url,
     createRole,
+    async advisoryLocks() {
+      const held = await admin.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid
+         WHERE l.locktype = 'advisory' AND a.datname = current_database()`,
+      );
+      return held.rows[0]!.n;
+    },
     async checksum() {
       const tables = await admin.query<{ name: string }>(
         `SELECT format('%I.%I', n.nspname, c.relname) AS name
