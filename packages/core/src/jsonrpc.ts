@@ -143,7 +143,26 @@ const REQUEST_SCHEMAS: Readonly<Record<string, { '~standard': StandardSchema }>>
   'subscriptions/listen': specTypeSchemas.SubscriptionsListenRequest,
 } as unknown as Record<string, { '~standard': StandardSchema }>;
 
+/**
+ * Methods the 2026-07-28 revision removed. A request in that era (its `_meta` names a protocol
+ * version) for one of them is not checked against the old schema: the SDK answers it as an
+ * unknown method (-32601, HTTP 404), as the revision requires, whatever its params.
+ */
+const REMOVED_IN_2026: ReadonlySet<string> = new Set([
+  'initialize',
+  'ping',
+  'logging/setLevel',
+  'resources/subscribe',
+  'resources/unsubscribe',
+]);
+
 const ENVELOPE = 'io.modelcontextprotocol/';
+
+/** Whether a request's params carry the 2026-07-28 envelope (a protocol version in `_meta`). */
+function claimsModernEra(params: unknown): boolean {
+  const meta = (params as { _meta?: unknown } | null | undefined)?._meta;
+  return typeof meta === 'object' && meta !== null && `${ENVELOPE}protocolVersion` in meta;
+}
 /** The 2026-07-28 envelope keys a request's `_meta` may carry, with their schemas. */
 const ENVELOPE_KEYS: Readonly<Record<string, { '~standard': StandardSchema } | 'string'>> = {
   [`${ENVELOPE}protocolVersion`]: 'string',
@@ -246,7 +265,13 @@ export function inspectMessage(value: unknown): Inspected {
     const isResponse = 'result' in message || 'error' in message;
     const envelope = isResponse ? undefined : envelopeProblem(message.params);
     if (envelope !== undefined) return refuse(RPC.invalidParams, envelope);
-    const schema = isRequest ? REQUEST_SCHEMAS[message.method as string] : undefined;
+    const method = message.method as string;
+    const removed = REMOVED_IN_2026.has(method) && claimsModernEra(message.params);
+    // (Own keys only: a method named `constructor` is an unknown method, not Object's.)
+    const schema =
+      isRequest && !removed && Object.hasOwn(REQUEST_SCHEMAS, method)
+        ? REQUEST_SCHEMAS[method]
+        : undefined;
     if (schema !== undefined) {
       const checked = schema['~standard'].validate({
         method: message.method,

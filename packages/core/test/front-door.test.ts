@@ -87,6 +87,15 @@ const MALFORMED: Array<[string, Record<string, unknown>, { id: 'same' | null; co
   ['jsonrpc 1.0', { jsonrpc: '1.0', method: 'tools/list' }, { id: 'same', code: -32600 }],
 ];
 
+/** Methods the 2026-07-28 revision removed: unknown methods to a request in that era. */
+const REMOVED_IN_2026 = [
+  'initialize',
+  'ping',
+  'logging/setLevel',
+  'resources/subscribe',
+  'resources/unsubscribe',
+];
+
 /** JSON text of a value nested `levels` arrays deep (built as text: stringifying it would overflow). */
 const deep = (levels: number): string => `${'['.repeat(levels)}"bottom"${']'.repeat(levels)}`;
 
@@ -146,6 +155,34 @@ describe.each(['legacy', 'modern'] as const)('the stdio front door (%s era)', (e
       expect(answer.error.message).not.toMatch(INTERNAL);
     },
   );
+
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty'])(
+    'answers a request for the method %s as an unknown method (-32601)',
+    async (method) => {
+      const id = nextId++;
+      const { answer, answers } = await answersTo(
+        JSON.stringify({ jsonrpc: '2.0', id, method, params: meta }),
+        id,
+      );
+      expect(answers).toHaveLength(1);
+      expect(answer.error.code).toBe(-32601);
+    },
+  );
+
+  if (era === 'modern') {
+    it.each(REMOVED_IN_2026)(
+      'answers %s, which the 2026 revision removed, as an unknown method whatever its params',
+      async (method) => {
+        const id = nextId++;
+        const { answer, answers } = await answersTo(
+          JSON.stringify({ jsonrpc: '2.0', id, method, params: meta }),
+          id,
+        );
+        expect(answers).toHaveLength(1);
+        expect(answer.error.code).toBe(-32601);
+      },
+    );
+  }
 
   it('answers text that is not JSON with -32700 and id null', async () => {
     const { answer, answers } = await answersTo('{"jsonrpc":"2.0","id":', null);
@@ -303,6 +340,22 @@ describe('the HTTP front door', () => {
       },
     });
   });
+
+  it.each(REMOVED_IN_2026)(
+    'answers %s in the 2026 era with 404 and -32601, whatever its params',
+    async (method) => {
+      const response = await raw(server.url!, {
+        headers: {
+          ...headers,
+          'mcp-protocol-version': '2026-07-28',
+          'mcp-method': method,
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 5, method, params: { _meta: MODERN_META } }),
+      });
+      expect(response.status).toBe(404);
+      expect(JSON.parse(response.body)).toMatchObject({ id: 5, error: { code: -32601 } });
+    },
+  );
 
   it('answers a batch with one bad message with one error per request', async () => {
     const body = JSON.stringify([
