@@ -364,7 +364,9 @@ export async function startHttpServer(
       const checked = checkBody(raw.toString('utf8'));
       if (!checked.ok) {
         logger.debug({ problem: checked.problem }, 'refused a malformed message');
-        sendJson(res, 400, checked.reply);
+        // A method the request's era does not have is a 404, as the SDK answers one.
+        const code = (checked.reply as { error?: { code?: unknown } }).error?.code;
+        sendJson(res, code === RPC.methodNotFound ? 404 : 400, checked.reply);
         return;
       }
       body = checked.body;

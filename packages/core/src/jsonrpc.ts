@@ -13,7 +13,12 @@ import type * as z from 'zod';
 export const MAX_JSON_DEPTH = 64;
 
 /** JSON-RPC error codes the front door answers with. */
-export const RPC = { parseError: -32700, invalidRequest: -32600, invalidParams: -32602 } as const;
+export const RPC = {
+  parseError: -32700,
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+} as const;
 
 /**
  * Whether JSON text nests objects and arrays deeper than `max`, found by counting brackets
@@ -144,9 +149,11 @@ const REQUEST_SCHEMAS: Readonly<Record<string, { '~standard': StandardSchema }>>
 } as unknown as Record<string, { '~standard': StandardSchema }>;
 
 /**
- * Methods the 2026-07-28 revision removed. A request in that era (its `_meta` names a protocol
- * version) for one of them is not checked against the old schema: the SDK answers it as an
- * unknown method (-32601, HTTP 404), as the revision requires, whatever its params.
+ * Methods the 2026-07-28 revision removed. In that era (a request whose `_meta` claims a
+ * protocol version) they do not exist: the answer is -32601 (HTTP 404), whatever the params.
+ * A valid one goes on to the SDK, which answers so — or, on a stdio connection pinned to the
+ * 2025 era, serves it; one whose params the old schema refuses is answered -32601 here (the
+ * SDK's legacy instance would answer with the schema library's words).
  */
 const REMOVED_IN_2026: ReadonlySet<string> = new Set([
   'initialize',
@@ -266,12 +273,9 @@ export function inspectMessage(value: unknown): Inspected {
     const envelope = isResponse ? undefined : envelopeProblem(message.params);
     if (envelope !== undefined) return refuse(RPC.invalidParams, envelope);
     const method = message.method as string;
-    const removed = REMOVED_IN_2026.has(method) && claimsModernEra(message.params);
     // (Own keys only: a method named `constructor` is an unknown method, not Object's.)
     const schema =
-      isRequest && !removed && Object.hasOwn(REQUEST_SCHEMAS, method)
-        ? REQUEST_SCHEMAS[method]
-        : undefined;
+      isRequest && Object.hasOwn(REQUEST_SCHEMAS, method) ? REQUEST_SCHEMAS[method] : undefined;
     if (schema !== undefined) {
       const checked = schema['~standard'].validate({
         method: message.method,
@@ -279,6 +283,12 @@ export function inspectMessage(value: unknown): Inspected {
       });
       const issues = 'issues' in checked ? checked.issues : undefined;
       if (issues !== undefined && issues.length > 0) {
+        if (REMOVED_IN_2026.has(method) && claimsModernEra(message.params)) {
+          return refuse(
+            RPC.methodNotFound,
+            `Method not found: ${method} was removed in the 2026-07-28 revision`,
+          );
+        }
         const { path, problem } = describeIssue(issues);
         return refuse(RPC.invalidParams, `Invalid params: ${path || 'params'} ${problem}`);
       }

@@ -171,7 +171,7 @@ describe.each(['legacy', 'modern'] as const)('the stdio front door (%s era)', (e
 
   if (era === 'modern') {
     it.each(REMOVED_IN_2026)(
-      'answers %s, which the 2026 revision removed, as an unknown method whatever its params',
+      'answers %s, which the 2026 revision removed, as an unknown method',
       async (method) => {
         const id = nextId++;
         const { answer, answers } = await answersTo(
@@ -183,6 +183,24 @@ describe.each(['legacy', 'modern'] as const)('the stdio front door (%s era)', (e
       },
     );
   }
+
+  // Found by the fuzz: on a connection of the 2025 era, the same request (a 2026 claim, no
+  // 2025 params) reached the legacy instance, which answered with the schema library's words.
+  it.each(REMOVED_IN_2026.filter((m) => m !== 'ping'))(
+    'answers %s with a 2026 claim and no 2025 params as an unknown method, in our words',
+    async (method) => {
+      const id = nextId++;
+      const { answer, answers } = await answersTo(
+        JSON.stringify({ jsonrpc: '2.0', id, method, params: { _meta: MODERN_META } }),
+        id,
+      );
+      expect(answers).toHaveLength(1);
+      expect(answer.error).toEqual({
+        code: -32601,
+        message: `Method not found: ${method} was removed in the 2026-07-28 revision`,
+      });
+    },
+  );
 
   it('answers text that is not JSON with -32700 and id null', async () => {
     const { answer, answers } = await answersTo('{"jsonrpc":"2.0","id":', null);
