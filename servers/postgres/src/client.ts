@@ -321,6 +321,15 @@ export class PostgresDatabase {
     this.pool.on('error', (error) => {
       this.logger.warn({ err: error }, 'an idle PostgreSQL connection failed');
     });
+    // A checked-out client whose connection drops (a restart, a network cut) emits 'error' too,
+    // and pg-pool listens only while a client is idle: without this listener that is an
+    // uncaught exception that ends the process. The call on it fails through its own query
+    // (or the next one), is answered as unavailable, and the client is destroyed.
+    this.pool.on('connect', (client) => {
+      client.on('error', (error) => {
+        this.logger.debug({ err: error }, 'a PostgreSQL connection in use failed');
+      });
+    });
     const path = this.schemas.map((s) => pg.escapeIdentifier(s)).join(', ');
     this.beginPrefix = `BEGIN READ ONLY; SET LOCAL search_path = ${path}; SET LOCAL lock_timeout = ${config.POSTGRES_LOCK_TIMEOUT_MS}`;
     this.reachedCache =

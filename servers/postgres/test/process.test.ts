@@ -205,9 +205,49 @@ describe('over HTTP, with the database going away', () => {
       await modern.close();
       const logs = JSON.stringify(server.logs);
       expect(logs).not.toContain(password);
+      // Nothing above ended the process: it stops cleanly when asked.
+      expect(await server.stop()).toBe(0);
     } finally {
       await server.stop();
       await tcp.cut();
+      await tcp.close();
+    }
+  });
+
+  it('survives a connection cut in the middle of a query, and serves the next call', async () => {
+    // A checked-out pg client whose connection drops emits 'error'; pg-pool listens only while
+    // the client is idle, so without a listener of ours that was an uncaught exception.
+    const tcp = await proxy(new URL(company.url));
+    const server = await httpServerBehind(tcp.port);
+    try {
+      const { client, close } = await connectHttp(server.url!, { era: 'modern' });
+      const slow = client.callTool({
+        name: 'postgres_query',
+        arguments: { sql: 'SELECT count(*) FROM orders a, orders b, orders c' },
+      });
+      await eventually(
+        () =>
+          company.admin.query(
+            "SELECT 1 FROM pg_stat_activity WHERE query LIKE '%orders a, orders b%' AND application_name = 'gatehouse-postgres'",
+          ),
+        (r) => r.rowCount === 1,
+      );
+      await tcp.cut();
+      const cut = await slow;
+      expect(cut.isError).toBe(true);
+      expect(text(cut)).toBe(
+        'PostgreSQL failed (503); this is not caused by your request. Try again later.',
+      );
+      await tcp.restore();
+      const next = await client.callTool({
+        name: 'postgres_query',
+        arguments: { sql: 'SELECT count(*)::int FROM orders' },
+      });
+      expect(next.structuredContent).toMatchObject({ rows: [[2000]] });
+      await close();
+      expect(server.logs.some((l) => l.msg === 'uncaught exception')).toBe(false);
+    } finally {
+      expect(await server.stop()).toBe(0);
       await tcp.close();
     }
   });
