@@ -33,5 +33,5 @@ export type {
 } from './github-fake.js';
 export { validateGitHubResponses } from './github-openapi.js';
 export { githubSeed } from './github-seed.js';
-export { checkGeneratedDocs, runConformance } from './repo-tools.js';
+export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
 export type { ConformanceRun } from './repo-tools.js';

@@ -1,10 +1,11 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify, stripVTControlCharacters } from 'node:util';
+import { MIN_NODE } from '@gatehouse/audit/node-check';
 
 const run = promisify(execFile);
 const require = createRequire(import.meta.url);
@@ -101,5 +102,29 @@ export async function runConformance(
       counts === undefined
         ? undefined
         : { passed: Number(counts[1]), total: Number(counts[2]), failed: Number(counts[3]) },
+  };
+}
+
+/** The machine's own Node.js (20, end of life), beside the Node 24 the suite runs on. */
+const MACHINE_NODE = '/usr/bin/node';
+
+/**
+ * Runs `bin` on the machine's own old Node.js, as an operator who has not upgraded would, and
+ * returns its exit status and stderr with the version it ran on and the refusal it should have
+ * printed (the bins check the version before importing anything newer than Node 20 parses).
+ */
+export function runOnOldNode(
+  bin: string,
+  args: readonly string[] = [],
+): { status: number | null; stderr: string; version: string; refusal: string } {
+  const version = spawnSync(MACHINE_NODE, ['-p', 'process.versions.node'], {
+    encoding: 'utf8',
+  }).stdout.trim();
+  const result = spawnSync(MACHINE_NODE, [bin, ...args], { encoding: 'utf8', env: {} });
+  return {
+    status: result.status,
+    stderr: result.stderr,
+    version,
+    refusal: `Gatehouse needs Node.js ${MIN_NODE} or later (Node 24 LTS is recommended); this is Node.js ${version}. Install a newer Node.js and run it again.\n`,
   };
 }
