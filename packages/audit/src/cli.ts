@@ -9,7 +9,7 @@ import { csvHeader, csvLine, flatten, toOcsf } from './export.js';
 import { matcher, parseTime } from './filter.js';
 import type { RecordFilter } from './filter.js';
 import { readLines } from './read.js';
-import { ReportBuilder } from './report.js';
+import { CALLS, ReportBuilder } from './report.js';
 import { loadPublicKeys, verifyLines } from './verify.js';
 import type { VerifyReport } from './verify.js';
 
@@ -50,8 +50,6 @@ const options = {
 } as const;
 
 class UsageError extends Error {}
-
-const CALLS = new Set(['tools/call', 'resources/read', 'prompts/get']);
 
 async function write(out: Writable, text: string): Promise<void> {
   if (!out.write(text)) await once(out, 'drain');

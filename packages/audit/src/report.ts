@@ -1,7 +1,8 @@
 import type { AuditRecord } from './record.js';
 import type { Damage, VerifyReport } from './verify.js';
 
-const CALLS = new Set(['tools/call', 'resources/read', 'prompts/get']);
+/** The actions that are calls (the rest are lifecycle, security and checkpoint records). */
+export const CALLS: ReadonlySet<string> = new Set(['tools/call', 'resources/read', 'prompts/get']);
 const MAX_KEYS = 50_000;
 const RECENT_FAILURES = 100;
 const RECENT_WRITES = 500;

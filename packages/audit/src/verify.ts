@@ -107,11 +107,9 @@ export async function verifyLines(
     first: undefined,
     last: undefined,
   };
-  let damaged = false;
   const fail = (damage: Damage): VerifyReport => {
     report.intact = false;
     report.damage = damage;
-    damaged = true;
     options.onDamage?.(damage);
     return report;
   };
@@ -141,6 +139,48 @@ export async function verifyLines(
         : 'the chain ends at a periodic checkpoint, not at a stop record and its closing checkpoint: its end may have been cut (or the writer is still running or crashed: --allow-open-tail accepts that)',
   });
 
+  /** What is wrong with one line in its place in the chain; undefined when it is sound. */
+  const damageAt = (current: Line): Damage | undefined => {
+    if (current.unparseable) {
+      const torn = current.unparseable === 'torn';
+      return {
+        kind: torn ? 'truncated' : 'modified',
+        file: current.file,
+        line: current.line,
+        message: torn
+          ? 'the last line is cut short (torn write or truncated file)'
+          : 'the line is not a JSON record any more',
+      };
+    }
+    const item = current as Located;
+    const { record } = item;
+    const { seq } = record.audit;
+    const where = { file: item.file, line: item.line, seq };
+    if (recordHash(record) !== record.audit.hash) {
+      return {
+        kind: 'modified',
+        ...where,
+        message: 'the record does not match its hash (its content was changed)',
+      };
+    }
+    if (prev === undefined || (record.audit.prev_hash === null && seq === 0)) {
+      // The start of a chain: a genesis record, or input that begins mid-chain.
+      if (prev !== undefined && !closed && !options.allowOpenTail) return notClosed(prev);
+      if (prev === undefined && record.audit.prev_hash !== null) report.startsAtSeq = seq;
+      report.chains++;
+    } else if (
+      record.audit.prev_hash !== prev.record.audit.hash ||
+      seq !== prev.record.audit.seq + 1
+    ) {
+      return classifyBreak(item, prev, window, seen);
+    }
+    if (record.event.action === 'audit/checkpoint') {
+      const problem = checkCheckpoint(record, prev, options.keys, report);
+      if (problem) return { ...problem, ...where };
+    }
+    return undefined;
+  };
+
   let signedSeq: number | undefined;
   let recordsAfterSigned = 0;
 
@@ -148,7 +188,7 @@ export async function verifyLines(
     await fill();
     const current = window.shift();
     if (current === undefined) break;
-    if (damaged) {
+    if (!report.intact) {
       // Past the damage nothing is verified any more; the records still reach the report.
       if (current.record !== undefined) options.onRecord?.(current.record);
       continue;
@@ -157,74 +197,24 @@ export async function verifyLines(
       report.foreignLines++;
       continue;
     }
-    if (current.unparseable) {
-      fail({
-        kind: current.unparseable === 'torn' ? 'truncated' : 'modified',
-        file: current.file,
-        line: current.line,
-        message:
-          current.unparseable === 'torn'
-            ? 'the last line is cut short (torn write or truncated file)'
-            : 'the line is not a JSON record any more',
-      });
-      if (options.continueAfterDamage) continue;
-      return report;
+    const damage = damageAt(current);
+    if (damage !== undefined) {
+      fail(damage);
+      if (!options.continueAfterDamage) return report;
+      if (current.record !== undefined) options.onRecord?.(current.record);
+      continue;
     }
     const item = current as Located;
     const { record } = item;
     const { seq } = record.audit;
-    const where = { file: item.file, line: item.line, seq };
-    const broken = (damage: Damage): void => {
-      fail(damage);
-      if (options.continueAfterDamage) options.onRecord?.(record);
-    };
-    if (recordHash(record) !== record.audit.hash) {
-      broken({
-        kind: 'modified',
-        ...where,
-        message: 'the record does not match its hash (its content was changed)',
-      });
-      if (options.continueAfterDamage) continue;
-      return report;
-    }
-
-    if (prev === undefined || (record.audit.prev_hash === null && seq === 0)) {
-      // The start of a chain: a genesis record, or input that begins mid-chain.
-      if (prev !== undefined && !closed && !options.allowOpenTail) {
-        broken(notClosed(prev));
-        if (options.continueAfterDamage) continue;
-        return report;
-      }
-      if (prev === undefined && record.audit.prev_hash !== null) report.startsAtSeq = seq;
-      report.chains++;
-    } else if (
-      record.audit.prev_hash !== prev.record.audit.hash ||
-      seq !== prev.record.audit.seq + 1
-    ) {
-      broken(classifyBreak(item, prev, window, seen));
-      if (options.continueAfterDamage) continue;
-      return report;
-    }
-
-    if (record.event.action === 'audit/checkpoint') {
-      const problem = checkCheckpoint(record, prev, options.keys, report);
-      if (problem) {
-        broken({ ...problem, ...where });
-        if (options.continueAfterDamage) continue;
-        return report;
-      }
-      closed = TERMINAL.has(prev?.record.event.action ?? '');
-      sinceCheckpoint = 0;
-      // (With trusted keys, a signed checkpoint that got here was verified.)
-      if (record.audit.checkpoint?.algorithm === 'ed25519') {
-        signedSeq = seq;
-        recordsAfterSigned = 0;
-      } else if (signedSeq !== undefined) recordsAfterSigned++;
-    } else {
-      closed = false;
-      sinceCheckpoint++;
-      if (signedSeq !== undefined) recordsAfterSigned++;
-    }
+    const checkpoint = record.event.action === 'audit/checkpoint';
+    closed = checkpoint && TERMINAL.has(prev?.record.event.action ?? '');
+    sinceCheckpoint = checkpoint ? 0 : sinceCheckpoint + 1;
+    // (With trusted keys, a signed checkpoint that got here was verified.)
+    if (checkpoint && record.audit.checkpoint?.algorithm === 'ed25519') {
+      signedSeq = seq;
+      recordsAfterSigned = 0;
+    } else if (signedSeq !== undefined) recordsAfterSigned++;
     seen.add(record.audit.hash);
     report.records++;
     report.first ??= { time: record['@timestamp'], seq };
@@ -236,7 +226,7 @@ export async function verifyLines(
   if (signedSeq !== undefined) {
     report.lastSigned = { seq: signedSeq, unsignedAfter: recordsAfterSigned };
   }
-  if (damaged) return report;
+  if (!report.intact) return report;
   report.openTail = sinceCheckpoint;
   if (prev !== undefined && !closed && !options.allowOpenTail) return fail(notClosed(prev));
   return report;

@@ -12,9 +12,9 @@ import type { AuthOutcome, Authenticator } from './auth.js';
 import { isLoopbackHost } from './config.js';
 import {
   RPC,
+  asRequest,
   inspectMessage,
-  inspectText,
-  nestsDeeperThan,
+  parseText,
   rpcError as rpcErrorResponse,
 } from './jsonrpc.js';
 import { hasScope } from './policy.js';
@@ -165,29 +165,19 @@ function checkBody(
 ):
   | { ok: true; body: unknown; requests: Request[] }
   | { ok: false; reply: unknown; problem: string } {
-  if (nestsDeeperThan(text) || !text.trimStart().startsWith('[')) {
-    const single = inspectText(text);
-    if (!single.ok) {
-      return {
-        ok: false,
-        problem: single.problem,
-        reply: single.reply ?? rpcErrorResponse(null, RPC.invalidRequest, single.problem),
-      };
-    }
+  const refused = (
+    problem: string,
+    reply: unknown = rpcErrorResponse(null, RPC.invalidRequest, problem),
+  ) => ({ ok: false, problem, reply }) as const;
+  const parsed = parseText(text);
+  if (!parsed.ok) return refused(parsed.problem, parsed.reply);
+  if (!Array.isArray(parsed.value)) {
+    const single = inspectMessage(parsed.value);
+    if (!single.ok) return refused(single.problem, single.reply);
     return { ok: true, body: single.message, requests: requestsOf([single.message]) };
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    const problem = 'Parse error: the message is not valid JSON';
-    return { ok: false, problem, reply: rpcErrorResponse(null, RPC.parseError, problem) };
-  }
-  const batch = value as unknown[];
-  if (batch.length === 0) {
-    const problem = 'Invalid Request: an empty batch';
-    return { ok: false, problem, reply: rpcErrorResponse(null, RPC.invalidRequest, problem) };
-  }
+  const batch = parsed.value as unknown[];
+  if (batch.length === 0) return refused('Invalid Request: an empty batch');
   const inspected = batch.map((m) => (Array.isArray(m) ? undefined : inspectMessage(m)));
   const bad = inspected.findIndex((i) => i === undefined || !i.ok);
   if (bad === -1) {
@@ -203,23 +193,12 @@ function checkBody(
   const replies = batch.flatMap((m, i) => {
     const own = inspected[i];
     if (own !== undefined && !own.ok) return own.reply === undefined ? [] : [own.reply];
-    const id = (m as { id?: unknown } | null)?.id;
-    const isRequest =
-      typeof m === 'object' &&
-      m !== null &&
-      !Array.isArray(m) &&
-      'id' in m &&
-      !('result' in m) &&
-      !('error' in m);
-    return isRequest && (typeof id === 'string' || Number.isSafeInteger(id))
-      ? [rpcErrorResponse(id as string | number, RPC.invalidRequest, problem)]
-      : [];
+    const id = asRequest(m)?.id;
+    return id === undefined || id === null
+      ? []
+      : [rpcErrorResponse(id, RPC.invalidRequest, problem)];
   });
-  return {
-    ok: false,
-    problem,
-    reply: replies.length > 0 ? replies : rpcErrorResponse(null, RPC.invalidRequest, problem),
-  };
+  return refused(problem, replies.length > 0 ? replies : undefined);
 }
 
 function requestsOf(messages: readonly JSONRPCMessage[]): Request[] {

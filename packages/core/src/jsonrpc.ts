@@ -50,6 +50,16 @@ function readableId(id: unknown): ReadableId {
 }
 
 /**
+ * A parsed message as a request (an object with an id that is no response), with the id an
+ * answer can carry; undefined for notifications, responses and what is not an object.
+ */
+export function asRequest(value: unknown): { id: ReadableId } | undefined {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return undefined;
+  const isRequest = 'id' in value && !('result' in value) && !('error' in value);
+  return isRequest ? { id: readableId(value.id) } : undefined;
+}
+
+/**
  * The id of a message whose text could not be parsed whole (too deep, too large): read from the
  * leading keys of its top-level object while their values are strings, numbers, booleans or
  * null — clients write `jsonrpc`, `id` and `method` first — so the caller still gets its answer.
@@ -165,11 +175,19 @@ const REMOVED_IN_2026: ReadonlySet<string> = new Set([
 
 const ENVELOPE = 'io.modelcontextprotocol/';
 
+/** A request's `_meta` when it is an object. */
+function metaOf(params: unknown): Record<string, unknown> | undefined {
+  const meta = (params as { _meta?: unknown } | null | undefined)?._meta;
+  return typeof meta === 'object' && meta !== null && !Array.isArray(meta)
+    ? (meta as Record<string, unknown>)
+    : undefined;
+}
+
 /** Whether a request's params carry the 2026-07-28 envelope (a protocol version in `_meta`). */
 function claimsModernEra(params: unknown): boolean {
-  const meta = (params as { _meta?: unknown } | null | undefined)?._meta;
-  return typeof meta === 'object' && meta !== null && `${ENVELOPE}protocolVersion` in meta;
+  return `${ENVELOPE}protocolVersion` in (metaOf(params) ?? {});
 }
+
 /** The 2026-07-28 envelope keys a request's `_meta` may carry, with their schemas. */
 const ENVELOPE_KEYS: Readonly<Record<string, { '~standard': StandardSchema } | 'string'>> = {
   [`${ENVELOPE}protocolVersion`]: 'string',
@@ -184,9 +202,8 @@ const ENVELOPE_KEYS: Readonly<Record<string, { '~standard': StandardSchema } | '
  * its shape. (The SDK would answer with the schema library's message.)
  */
 function envelopeProblem(params: unknown): string | undefined {
-  const meta = (params as { _meta?: unknown } | null | undefined)?._meta;
-  if (typeof meta !== 'object' || meta === null || Array.isArray(meta)) return undefined;
-  const envelope = meta as Record<string, unknown>;
+  const envelope = metaOf(params);
+  if (envelope === undefined) return undefined;
   if (`${ENVELOPE}protocolVersion` in envelope && !(`${ENVELOPE}clientCapabilities` in envelope)) {
     return `Invalid params: params._meta needs ${ENVELOPE}clientCapabilities with ${ENVELOPE}protocolVersion`;
   }
@@ -244,8 +261,9 @@ export function inspectMessage(value: unknown): Inspected {
     return { ok: false, problem, reply: rpcError(null, RPC.invalidRequest, problem) };
   }
   const message = value as Record<string, unknown>;
-  const isRequest = 'id' in message && !('result' in message) && !('error' in message);
-  const id = isRequest ? readableId(message.id) : null;
+  const request = asRequest(message);
+  const isRequest = request !== undefined;
+  const id = request?.id ?? null;
   const refuse = (code: number, problem: string): Inspected =>
     isRequest ? { ok: false, problem, reply: rpcError(id, code, problem) } : { ok: false, problem };
   if (message.jsonrpc !== '2.0') {
@@ -305,11 +323,13 @@ export function inspectMessage(value: unknown): Inspected {
 }
 
 /**
- * Parses and inspects one message's text: -32700 (id null) when it is not JSON, -32600 when it
- * nests too deeply (V8's JSON.parse is iterative, so the id can still be read; what would
- * recurse — validation, serialisation — never sees it), then {@link inspectMessage}.
+ * Parses one message's text (a single message or a batch): -32700 (id null) when it is not
+ * JSON, -32600 when it nests too deeply (V8's JSON.parse is iterative, so the id can still be
+ * read; what would recurse — validation, serialisation — never sees it).
  */
-export function inspectText(text: string): Inspected {
+export function parseText(
+  text: string,
+): { ok: true; value: unknown } | Extract<Inspected, { ok: false }> {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -319,16 +339,21 @@ export function inspectText(text: string): Inspected {
   }
   if (nestsDeeperThan(text)) {
     const problem = `Invalid Request: the message nests objects or arrays deeper than ${MAX_JSON_DEPTH} levels`;
-    const message = value as Record<string, unknown> | null;
-    const isObject = typeof message === 'object' && message !== null && !Array.isArray(message);
-    const isNotification = isObject && !('id' in message) && 'method' in message;
-    const isResponse = isObject && ('result' in message || 'error' in message);
+    const message =
+      typeof value === 'object' && value !== null && !Array.isArray(value)
+        ? (value as Record<string, unknown>)
+        : undefined;
+    const isNotification = message !== undefined && !('id' in message) && 'method' in message;
+    const isResponse = message !== undefined && ('result' in message || 'error' in message);
     if (isNotification || isResponse) return { ok: false, problem };
-    return {
-      ok: false,
-      problem,
-      reply: rpcError(isObject ? readableId(message.id) : null, RPC.invalidRequest, problem),
-    };
+    const id = readableId(message?.id);
+    return { ok: false, problem, reply: rpcError(id, RPC.invalidRequest, problem) };
   }
-  return inspectMessage(value);
+  return { ok: true, value };
+}
+
+/** Parses and inspects one message's text: {@link parseText}, then {@link inspectMessage}. */
+export function inspectText(text: string): Inspected {
+  const parsed = parseText(text);
+  return parsed.ok ? inspectMessage(parsed.value) : parsed;
 }

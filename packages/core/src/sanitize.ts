@@ -242,8 +242,9 @@ export function sanitizeDeep<T>(value: T, flags: Set<SanitizeFlag>): T {
     const parent = value as Record<string, unknown>;
     const out: Record<string, unknown> = {};
     for (const [k, v] of Object.entries(parent)) {
-      let key = sanitizeText(k, flags).text;
-      for (let n = 2; Object.hasOwn(out, key); n++) key = `${sanitizeText(k).text}~${n}`;
+      const clean = sanitizeText(k, flags).text;
+      let key = clean;
+      for (let n = 2; Object.hasOwn(out, key); n++) key = `${clean}~${n}`;
       // defineProperty: a key named __proto__ stays a key instead of replacing the prototype.
       Object.defineProperty(out, key, {
         value: isBinaryField(parent, k) ? v : sanitizeDeep(v, flags),

@@ -50,9 +50,10 @@ const PATTERNS: readonly SecretPattern[] = [
 const HINT =
   /PRIVATE KEY|gh[pousr]_|github_pat_|xox|hooks\.slack|T3|eyJ|AKIA|ASIA|AIDA|AROA|secret|SECRET|:\/\/[^\s/]*@|Bearer|Basic/;
 
-/** Configured secret values in every form they may take in output, longest first. */
-let configured: { pattern: RegExp; names: Map<string, string> } | undefined;
+/** Configured secret values in every form they may take in output, by variable name. */
 const known = new Map<string, string>();
+/** All of {@link known}, longest first, as one pattern. */
+let configured: RegExp | undefined;
 
 /** Shorter values are not registered: replacing them everywhere would mangle ordinary text. */
 export const MIN_SECRET_LENGTH = 6;
@@ -85,35 +86,20 @@ function urlParts(value: string): string[] {
  * the name of their variable: from then on {@link scrubSecrets} replaces each — and its
  * URL-encoded, URL-decoded and JSON-escaped forms, and a URL's password — with
  * `[REDACTED:NAME]`, wherever output leaves the process (tool results, errors, logs, audit).
- * Returns the names whose value is too short to redact (the caller warns about them).
+ * (Forms shorter than {@link MIN_SECRET_LENGTH} are not: the server warns about such secrets.)
  */
-export function registerSecretValues(
-  values: Readonly<Record<string, string | undefined>>,
-): string[] {
-  const tooShort: string[] = [];
+export function registerSecretValues(values: Readonly<Record<string, string | undefined>>): void {
   for (const [name, value] of Object.entries(values)) {
     if (value === undefined || value === '') continue;
-    const candidates = [value, ...urlParts(value)].flatMap(forms);
-    let registered = false;
-    for (const form of candidates) {
-      if (form.length < MIN_SECRET_LENGTH) continue;
-      known.set(form, name);
-      registered = true;
+    for (const form of [value, ...urlParts(value)].flatMap(forms)) {
+      if (form.length >= MIN_SECRET_LENGTH) known.set(form, name);
     }
-    if (!registered) tooShort.push(name);
   }
   const all = [...known.keys()].sort((a, b) => b.length - a.length);
   configured =
     all.length === 0
       ? undefined
-      : {
-          pattern: new RegExp(
-            all.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'),
-            'g',
-          ),
-          names: known,
-        };
-  return tooShort;
+      : new RegExp(all.map((v) => v.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('|'), 'g');
 }
 
 /** Replaces configured secret values and known secret formats; returns the text and the kinds it found. */
@@ -121,8 +107,7 @@ export function scrubSecrets(text: string): { text: string; kinds: string[] } {
   const kinds: string[] = [];
   let out = text;
   if (configured !== undefined) {
-    const { pattern, names } = configured;
-    const next = out.replace(pattern, (match) => marker(names.get(match) ?? 'secret'));
+    const next = out.replace(configured, (match) => marker(known.get(match) ?? 'secret'));
     if (next !== out) {
       kinds.push('configured');
       out = next;

@@ -92,14 +92,8 @@ export class LineTransport implements Transport {
     if (this.#oversized !== undefined) {
       const head = this.#oversized.toString('utf8');
       this.#oversized = undefined;
-      this.#refuse(
-        `Invalid Request: the message is larger than ${this.#maxLineBytes} bytes`,
-        rpcError(
-          leadingId(head),
-          RPC.invalidRequest,
-          `Invalid Request: the message is larger than ${this.#maxLineBytes} bytes`,
-        ),
-      );
+      const problem = `Invalid Request: the message is larger than ${this.#maxLineBytes} bytes`;
+      this.#refuse(problem, rpcError(leadingId(head), RPC.invalidRequest, problem));
       return;
     }
     const text = Buffer.concat(this.#line).toString('utf8').replace(/\r$/, '');

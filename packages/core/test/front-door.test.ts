@@ -393,6 +393,14 @@ describe('what counts as in flight is decided by the body, not the Mcp-Method he
   afterEach(async () => {
     for (const s of started.splice(0)) await s.stop('SIGKILL');
   });
+  /** The demo server over HTTP with `env` on top (stopped after the test). */
+  const start = async (env: Record<string, string>): Promise<ServerProcess> => {
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', ...env },
+    });
+    started.push(server);
+    return server;
+  };
   const headers = {
     'content-type': 'application/json',
     accept: 'application/json, text/event-stream',
@@ -409,10 +417,7 @@ describe('what counts as in flight is decided by the body, not the Mcp-Method he
     });
 
   it('a call that claims to be a subscription is drained on SIGTERM like any call', async () => {
-    const server = await spawnServer(process.execPath, [demoServer], {
-      env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', GATEHOUSE_DRAIN_MS: '5000' },
-    });
-    started.push(server);
+    const server = await start({ GATEHOUSE_DRAIN_MS: '5000' });
     const call = raw(server.url!, { headers, body: slowCall(1_000) });
     await new Promise((r) => setTimeout(r, 250));
     server.child.kill('SIGTERM');
@@ -425,10 +430,7 @@ describe('what counts as in flight is decided by the body, not the Mcp-Method he
   });
 
   it('and takes a slot under the in-flight cap (429 for the next)', async () => {
-    const server = await spawnServer(process.execPath, [demoServer], {
-      env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', GATEHOUSE_MAX_INFLIGHT: '1' },
-    });
-    started.push(server);
+    const server = await start({ GATEHOUSE_MAX_INFLIGHT: '1' });
     const first = raw(server.url!, { headers, body: slowCall(800) });
     await new Promise((r) => setTimeout(r, 200));
     const second = await raw(server.url!, { headers, body: slowCall(10) });

@@ -1,3 +1,4 @@
+import { PolicyError } from '@gatehouse/core';
 import type { PostgresDatabase } from './client.js';
 import type { PostgresConfig } from './config.js';
 import type { SqlService } from './service.js';
@@ -9,4 +10,14 @@ export interface PostgresDeps {
   readonly sql: SqlService;
   /** `pg:<database>/<schema>` of each allowed schema (the targets policy and audit see). */
   readonly targets: readonly string[];
+}
+
+/** Refuses a schema outside POSTGRES_SCHEMAS (audited as denied, rule schema_allow_list). */
+export function requireAllowedSchema(db: PostgresDatabase, schema: string): void {
+  if (db.schemas.includes(schema)) return;
+  throw new PolicyError(
+    'schema_allow_list',
+    `Schema "${schema}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
+    { code: 'schema_not_allowed' },
+  );
 }

@@ -237,7 +237,6 @@ function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
   }
   const parts = nameParts(lookup.value);
   const privilege =
-    /^\s*[a-z ]+(?:\s*,\s*[a-z ]+)*\s*$/i.test(lookup.value) &&
     /^(?:\s*(?:select|insert|update|delete|truncate|references|trigger|usage|create|connect|temp|temporary|execute|set|alter system|maintain)(?:\s+with\s+grant\s+option)?\s*(?:,|$))+$/i.test(
       lookup.value,
     );
@@ -250,6 +249,20 @@ function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
       : 'schema_not_allowed',
     `${lookup.via} of '${lookup.value.slice(0, 100)}' names schema "${schema}", outside the allowed schemas (${schemas.join(', ')}).`,
   );
+}
+
+/**
+ * The functions a view's definition calls, parsed once per cached catalog answer (the view
+ * objects live as long as their cache entry) instead of on every query that reads the view.
+ */
+const parsedViews = new WeakMap<Reached['views'][number], readonly QualifiedName[]>();
+async function viewCalls(view: Reached['views'][number]): Promise<readonly QualifiedName[]> {
+  let calls = parsedViews.get(view);
+  if (calls === undefined) {
+    calls = (await analyzeSql(view.definition, { allowExplainAnalyze: false })).functions;
+    parsedViews.set(view, calls);
+  }
+  return calls;
 }
 
 /** The names a function may be allowed by: `name` and `schema.name`. */
@@ -290,8 +303,7 @@ export async function checkCatalog(
   // are pinned): its definition is parsed and its calls judged by name, like the query's own.
   // (Its schema references are the view owner's business: a view may expose another schema.)
   for (const view of reached.views) {
-    const inner = await analyzeSql(view.definition, { allowExplainAnalyze: false });
-    for (const fn of inner.functions) {
+    for (const fn of await viewCalls(view)) {
       deniedByName(
         fn.name.toLowerCase(),
         `${display(fn)}()`,

@@ -2,7 +2,7 @@ import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo, inScope, repoTarget, scopeTargets } from '../deps.js';
+import { allowedRepo, repoTarget, scopeTargets } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
 import {
   IssueViewSchema,
@@ -95,11 +95,11 @@ export function searchIssuesTool(deps: GitHubDeps) {
           ...requestOptions(ctx),
         }),
       );
-      // Defence in depth: whatever GitHub returns, only allowed repositories reach the model.
+      // Defence in depth: whatever GitHub returns, only allowed repositories reach the model
+      // (viewIssues drops the others).
       const items = response.data.items as unknown as GitHubIssue[];
-      const kept = items.filter((i) => inScope(deps, i));
       const fields = args.fields ?? ['repo', ...LIST_FIELDS];
-      const views = await viewIssues(deps, ctx, kept, fields);
+      const views = await viewIssues(deps, ctx, items, fields);
       const next =
         hasNext(response.headers.link) && page < 1000 / perPage
           ? encodeCursor(page + 1, query)
@@ -109,7 +109,7 @@ export function searchIssuesTool(deps: GitHubDeps) {
         total_count: response.data.total_count,
         items: views,
         ...(next === undefined ? {} : { next_cursor: next }),
-        outside_scope_dropped: items.length - kept.length,
+        outside_scope_dropped: items.length - views.length,
       };
       const head = `${views.length} of ${response.data.total_count} result(s) for: ${q}${next === undefined ? '' : ' (more: pass next_cursor)'}`;
       return {

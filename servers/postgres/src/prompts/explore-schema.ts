@@ -1,5 +1,6 @@
-import { PolicyError, definePrompt } from '@gatehouse/core';
+import { definePrompt } from '@gatehouse/core';
 import type { PostgresDeps } from '../deps.js';
+import { requireAllowedSchema } from '../deps.js';
 import { listTables } from '../introspect.js';
 
 /** Prompt: get oriented in a schema. */
@@ -17,12 +18,7 @@ export function exploreSchemaPrompt(deps: PostgresDeps) {
     },
     handler: async ({ schema }, ctx) => {
       const chosen = schema ?? db.schemas[0]!;
-      if (!db.schemas.includes(chosen)) {
-        throw new PolicyError(
-          'schema_allow_list',
-          `Schema "${chosen}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
-        );
-      }
+      requireAllowedSchema(db, chosen);
       const { tables, truncated } = await db.transaction(ctx, (client) =>
         listTables(client, [chosen], { limit: 300 }),
       );

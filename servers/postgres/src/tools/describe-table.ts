@@ -1,6 +1,7 @@
-import { READ_ONLY_ANNOTATIONS, PolicyError, ToolError, defineTool } from '@gatehouse/core';
+import { READ_ONLY_ANNOTATIONS, ToolError, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
+import { requireAllowedSchema } from '../deps.js';
 import {
   TableDescriptionSchema,
   describeTable,
@@ -30,13 +31,7 @@ export function describeTableTool(deps: PostgresDeps) {
     target: (args) =>
       args.schema === undefined ? deps.targets : `pg:${db.database}/${args.schema}/${args.table}`,
     async handler(args, ctx) {
-      if (args.schema !== undefined && !db.schemas.includes(args.schema)) {
-        throw new PolicyError(
-          'schema_allow_list',
-          `Schema "${args.schema}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
-          { code: 'schema_not_allowed' },
-        );
-      }
+      if (args.schema !== undefined) requireAllowedSchema(db, args.schema);
       const description = await db.transaction(ctx, async (client) => {
         const found = await resolveTable(client, db.schemas, args.table, args.schema);
         if (found === undefined) return undefined;

@@ -1,6 +1,7 @@
-import { READ_ONLY_ANNOTATIONS, PolicyError, defineTool } from '@gatehouse/core';
+import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
+import { requireAllowedSchema } from '../deps.js';
 import { TableSummarySchema, listTables } from '../introspect.js';
 
 const LIMIT = 1000;
@@ -35,13 +36,7 @@ export function listTablesTool(deps: PostgresDeps) {
     target: (args) =>
       args.schema === undefined ? deps.targets : `pg:${db.database}/${args.schema}`,
     async handler(args, ctx) {
-      if (args.schema !== undefined && !db.schemas.includes(args.schema)) {
-        throw new PolicyError(
-          'schema_allow_list',
-          `Schema "${args.schema}" is not available; the allowed schemas are ${db.schemas.join(', ')}.`,
-          { code: 'schema_not_allowed' },
-        );
-      }
+      if (args.schema !== undefined) requireAllowedSchema(db, args.schema);
       const schemas = args.schema === undefined ? db.schemas : [args.schema];
       const result = await db.transaction(ctx, (client) =>
         listTables(client, schemas, {

@@ -49,7 +49,8 @@ export function rowsText(output: QueryOutput): string {
     .join(' | ');
   const body = output.rows.map((r) => r.map(cell).join(' | ')).join('\n');
   const table = body === '' ? header : `${header}\n${body}`;
-  const longest = Math.max(0, ...[...table.matchAll(/`+/g)].map((m) => m[0].length));
+  let longest = 0;
+  for (const run of table.matchAll(/`+/g)) longest = Math.max(longest, run[0].length);
   const fence = '`'.repeat(Math.max(3, longest + 1));
   return `${fence}\n${table}\n${fence}`;
 }
