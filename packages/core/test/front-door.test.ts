@@ -345,6 +345,18 @@ describe('the HTTP front door', () => {
     });
   });
 
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty'])(
+    'answers a request for the method %s like any unknown method (-32601)',
+    async (method) => {
+      const response = await raw(server.url!, {
+        headers: { ...headers, 'mcp-protocol-version': '2025-11-25' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 6, method }),
+      });
+      const data = /^data: (.*)$/m.exec(response.body)?.[1] ?? response.body;
+      expect(JSON.parse(data)).toMatchObject({ id: 6, error: { code: -32601 } });
+    },
+  );
+
   it.each(REMOVED_IN_2026)(
     'answers %s in the 2026 era with 404 and -32601, whatever its params',
     async (method) => {
