@@ -1,23 +1,25 @@
 import { createServer } from 'node:http';
 import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import {
-  createMcpHandler,
-  isJSONRPCRequest,
-  localhostAllowedHostnames,
-  validateHostHeader,
-} from '@modelcontextprotocol/server';
-import type { AuthInfo, JSONRPCMessage, McpServerFactory } from '@modelcontextprotocol/server';
+import { createMcpHandler, localhostAllowedHostnames } from '@modelcontextprotocol/server';
+import type { AuthInfo, McpServerFactory } from '@modelcontextprotocol/server';
 import type { AuthOutcome, Authenticator } from './auth.js';
 import { isLoopbackHost } from './config.js';
 import {
-  RPC,
-  asRequest,
-  inspectMessage,
-  parseText,
-  rpcError as rpcErrorResponse,
-} from './jsonrpc.js';
-import { hasScope } from './policy.js';
+  answer,
+  authenticate,
+  declaredBodyFits,
+  headersAppearOnce,
+  hostAndOriginAreOurs,
+  notDraining,
+  onlyTransportMethods,
+  readJsonRpcBody,
+  rpcError,
+  scopesHeld,
+  sendJson,
+  underInflightCap,
+} from './http-guards.js';
+import type { Guard, GuardedRequest } from './http-guards.js';
 import { ANONYMOUS } from './principal.js';
 import type { Principal } from './principal.js';
 import type { ReadyResult } from './define.js';
@@ -86,147 +88,7 @@ export interface RunningHttpServer {
   shutdown(drainMs: number, onDeadline?: () => void): Promise<boolean>;
 }
 
-function sendJson(
-  res: ServerResponse,
-  status: number,
-  body: unknown,
-  headers: Record<string, string> = {},
-): void {
-  const payload = JSON.stringify(body);
-  res.writeHead(status, {
-    'content-type': 'application/json',
-    'content-length': String(Buffer.byteLength(payload)),
-    'cache-control': 'no-store',
-    ...headers,
-  });
-  res.end(payload);
-}
-
-/** Reads a request body up to `limit` bytes; undefined when it is larger. */
-async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) {
-      req.resume();
-      return undefined;
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks);
-}
-
-function rpcError(message: string): unknown {
-  return { jsonrpc: '2.0', error: { code: -32000, message }, id: null };
-}
-
-function tooLarge(limit: number): unknown {
-  return rpcError(`Payload Too Large: request body must not exceed ${limit} bytes`);
-}
-
-/** The methods of the Streamable HTTP transport; anything else (TRACE, PUT…) is a 405. */
-const MCP_METHODS = new Set(['GET', 'POST', 'DELETE']);
-
-/** Headers that must appear at most once in a request. */
-const SINGLE_HEADERS = new Set([
-  'host',
-  'authorization',
-  'origin',
-  'content-type',
-  'content-length',
-  'mcp-method',
-  'mcp-name',
-  'mcp-protocol-version',
-  'mcp-session-id',
-]);
-
-/** The first header of {@link SINGLE_HEADERS} that a request repeats. */
-function repeatedHeader(raw: readonly string[]): string | undefined {
-  const seen = new Set<string>();
-  for (let i = 0; i < raw.length; i += 2) {
-    const name = raw[i]!.toLowerCase();
-    if (!SINGLE_HEADERS.has(name)) continue;
-    if (seen.has(name)) return name;
-    seen.add(name);
-  }
-  return undefined;
-}
-
-type Request = { method: string; params?: Record<string, unknown> };
-
-/**
- * Checks a POST body as JSON-RPC (depth, JSON, framing, the MCP message schema — one message
- * or each message of a batch) and returns it parsed with the requests it carries; or the 400
- * answer: one error per request with its id, id null for what cannot be read.
- */
-function checkBody(
-  text: string,
-):
-  | { ok: true; body: unknown; requests: Request[] }
-  | { ok: false; reply: unknown; problem: string } {
-  const refused = (
-    problem: string,
-    reply: unknown = rpcErrorResponse(null, RPC.invalidRequest, problem),
-  ) => ({ ok: false, problem, reply }) as const;
-  const parsed = parseText(text);
-  if (!parsed.ok) return refused(parsed.problem, parsed.reply);
-  if (!Array.isArray(parsed.value)) {
-    const single = inspectMessage(parsed.value);
-    if (!single.ok) return refused(single.problem, single.reply);
-    return { ok: true, body: single.message, requests: requestsOf([single.message]) };
-  }
-  const batch = parsed.value as unknown[];
-  if (batch.length === 0) return refused('Invalid Request: an empty batch');
-  const inspected = batch.map((m) => (Array.isArray(m) ? undefined : inspectMessage(m)));
-  const bad = inspected.findIndex((i) => i === undefined || !i.ok);
-  if (bad === -1) {
-    const messages = inspected.map((i) => (i as { message: JSONRPCMessage }).message);
-    return { ok: true, body: messages, requests: requestsOf(messages) };
-  }
-  // One answer per request of the refused batch: its own error, or why the batch was refused.
-  const problem = `Invalid Request: message ${bad + 1} of the batch is not valid${
-    inspected[bad] === undefined
-      ? ' (a nested batch)'
-      : `: ${(inspected[bad] as { problem: string }).problem}`
-  }`;
-  const replies = batch.flatMap((m, i) => {
-    const own = inspected[i];
-    if (own !== undefined && !own.ok) return own.reply === undefined ? [] : [own.reply];
-    const id = asRequest(m)?.id;
-    return id === undefined || id === null
-      ? []
-      : [rpcErrorResponse(id, RPC.invalidRequest, problem)];
-  });
-  return refused(problem, replies.length > 0 ? replies : undefined);
-}
-
-function requestsOf(messages: readonly JSONRPCMessage[]): Request[] {
-  return messages.filter(isJSONRPCRequest).map((m) => ({
-    method: m.method,
-    ...(m.params === undefined ? {} : { params: m.params }),
-  }));
-}
-
-const LOCAL_HOSTNAMES = new Set(['localhost', '127.0.0.1', '[::1]']);
-
-/** Decides whether a browser Origin may call the endpoint. A missing Origin (non-browser) passes. */
-export function originAllowed(
-  origin: string | undefined,
-  allowedOrigins: readonly string[],
-  loopback: boolean,
-): boolean {
-  if (origin === undefined || origin === '') return true;
-  let url: URL;
-  try {
-    url = new URL(origin);
-  } catch {
-    return false;
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') return false;
-  if (allowedOrigins.includes(url.origin)) return true;
-  return loopback && LOCAL_HOSTNAMES.has(url.hostname);
-}
+export { originAllowed } from './http-guards.js';
 
 /**
  * Serves a server factory over Streamable HTTP, stateless: every request gets a fresh SDK server
@@ -256,143 +118,50 @@ export async function startHttpServer(
   let inflight = 0;
   let idleWaiter: (() => void) | undefined;
 
-  const refuse = (res: ServerResponse, status: number, body: unknown, headers = {}): void => {
-    res.shouldKeepAlive = false;
-    sendJson(res, status, body, { connection: 'close', ...headers });
-  };
+  /** The guards every MCP request passes, in order; the first refusal answers it. */
+  const guards: readonly Guard[] = [
+    onlyTransportMethods,
+    headersAppearOnce,
+    hostAndOriginAreOurs(allowedHosts, options.allowedOrigins, loopback, logger),
+    declaredBodyFits(options.maxBodyBytes),
+    notDraining(() => draining),
+    authenticate(options),
+    readJsonRpcBody(options.maxBodyBytes, logger),
+    scopesHeld(options),
+    underInflightCap(options.maxInflight ?? Number.POSITIVE_INFINITY, {
+      get count() {
+        return inflight;
+      },
+      enter(res) {
+        inflight++;
+        res.once('close', () => {
+          inflight--;
+          if (inflight === 0) idleWaiter?.();
+        });
+      },
+    }),
+  ];
 
   const serveMcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    // 1. Only the methods of the Streamable HTTP transport reach the SDK.
-    if (!MCP_METHODS.has(req.method ?? '')) {
-      refuse(res, 405, rpcError(`Method Not Allowed: use ${[...MCP_METHODS].join(', ')}`), {
-        allow: [...MCP_METHODS].join(', '),
-      });
-      req.resume();
+    const call: GuardedRequest = {
+      req,
+      res,
+      peer: { sourceIp: req.socket.remoteAddress, userAgent: req.headers['user-agent'] },
+      principal: ANONYMOUS,
+      bodyRead: false,
+      requests: [],
+    };
+    for (const guard of guards) {
+      const refusal = await guard(call);
+      if (refusal === undefined) continue;
+      answer(res, refusal);
+      // An unread body is drained so the socket can close cleanly.
+      if (!call.bodyRead) req.resume();
       return;
     }
-    // 2. A header that decides who is calling or what is called appears once: with two, a proxy
-    //    and this server could each act on a different one.
-    const repeated = repeatedHeader(req.rawHeaders);
-    if (repeated !== undefined) {
-      refuse(res, 400, rpcError(`Bad Request: the ${repeated} header appears more than once`));
-      req.resume();
-      return;
-    }
-    // 3. DNS rebinding: the Host and the browser Origin must be ours.
-    const host = validateHostHeader(req.headers.host, allowedHosts);
-    if (!host.ok) {
-      logger.warn({ host: req.headers.host?.slice(0, 256) }, 'rejected Host header');
-      refuse(res, 403, rpcError(`Forbidden: ${host.message}`));
-      req.resume();
-      return;
-    }
-    if (!originAllowed(req.headers.origin, options.allowedOrigins, loopback)) {
-      logger.warn({ origin: req.headers.origin?.slice(0, 256) }, 'rejected Origin header');
-      refuse(res, 403, rpcError('Forbidden: Origin not allowed'));
-      req.resume();
-      return;
-    }
-    // 4. The declared body size, before reading anything.
-    const declared = Number(req.headers['content-length'] ?? 0);
-    if (declared > options.maxBodyBytes) {
-      refuse(res, 413, tooLarge(options.maxBodyBytes));
-      req.resume();
-      return;
-    }
-    // 5. Draining: new requests go to another replica.
-    if (draining) {
-      refuse(res, 503, rpcError('Service Unavailable: the server is shutting down'), {
-        'retry-after': '1',
-      });
-      req.resume();
-      return;
-    }
-    // 6. Who is calling.
-    const peer: Peer = { sourceIp: req.socket.remoteAddress, userAgent: req.headers['user-agent'] };
-    let principal: Principal = ANONYMOUS;
-    if (options.authenticator !== undefined) {
-      const outcome = await options.authenticator.authenticate(req.headers.authorization);
-      if (!outcome.ok) {
-        options.onAuthFailure?.(outcome, peer);
-        sendJson(
-          res,
-          outcome.status,
-          { error: outcome.error ?? 'unauthorized', error_description: outcome.description },
-          {
-            ...(outcome.status === 503 ? { 'retry-after': '5' } : {}),
-            ...(outcome.status === 401 || outcome.status === 403
-              ? { 'www-authenticate': options.authenticator.challenge(outcome) }
-              : {}),
-          },
-        );
-        req.resume();
-        return;
-      }
-      principal = outcome.principal;
-    }
-    // 7. The body, read here (bounded) and checked as JSON-RPC before the SDK sees it: what it
-    //    asks for decides the scope check and whether it counts as in flight — never a header.
-    let body: unknown;
-    let requests: ReadonlyArray<{ method: string; params?: Record<string, unknown> }> = [];
-    if (req.method === 'POST') {
-      const raw = await readBody(req, options.maxBodyBytes);
-      if (raw === undefined) {
-        refuse(res, 413, tooLarge(options.maxBodyBytes));
-        return;
-      }
-      const checked = checkBody(raw.toString('utf8'));
-      if (!checked.ok) {
-        logger.debug({ problem: checked.problem }, 'refused a malformed message');
-        // A method the request's era does not have is a 404, as the SDK answers one.
-        const code = (checked.reply as { error?: { code?: unknown } }).error?.code;
-        sendJson(res, code === RPC.methodNotFound ? 404 : 400, checked.reply);
-        return;
-      }
-      body = checked.body;
-      requests = checked.requests;
-    }
-    // 8. Scopes, for every request in the body (a batch included).
-    for (const request of requests) {
-      const need = options.requiredScope?.(request.method, request.params);
-      if (need === undefined || hasScope(principal, need.scope)) continue;
-      options.onScopeDenied?.(principal, need, peer);
-      const outcome = {
-        ok: false as const,
-        status: 403 as const,
-        error: 'insufficient_scope' as const,
-        description: `${need.method === 'tools/call' ? '' : `${need.method} `}${need.name} needs the scope ${need.scope}`,
-        scope: need.scope,
-      };
-      sendJson(
-        res,
-        403,
-        { error: outcome.error, error_description: outcome.description, scope: need.scope },
-        {
-          'www-authenticate':
-            options.authenticator?.challenge(outcome) ??
-            `Bearer error="insufficient_scope", scope="${need.scope}"`,
-        },
-      );
-      return;
-    }
-    // 9. The global in-flight cap. A subscriptions/listen stream lives until the client leaves;
-    //    it neither holds up a drain nor takes a slot. (Decided from the body, not Mcp-Method.)
-    const counted = requests.some((r) => r.method !== 'subscriptions/listen');
-    if (counted) {
-      if (inflight >= (options.maxInflight ?? Number.POSITIVE_INFINITY)) {
-        sendJson(res, 429, rpcError('Too Many Requests: the server is at capacity'), {
-          'retry-after': '1',
-        });
-        return;
-      }
-      inflight++;
-      res.once('close', () => {
-        inflight--;
-        if (inflight === 0) idleWaiter?.();
-      });
-    }
-    // 10. The SDK. It passes `auth` through to handlers untouched: the principal travels in it,
-    //     and the peer address for the audit trail. The token itself never does.
+    // The SDK. It passes `auth` through to handlers untouched: the principal travels in it, and
+    // the peer address for the audit trail. The token itself never does.
+    const { principal, peer } = call;
     const withAuth = req as IncomingMessage & { auth?: AuthInfo };
     withAuth.auth = {
       token: '',
@@ -400,7 +169,7 @@ export async function startHttpServer(
       scopes: [...principal.scopes],
       extra: { principal, sourceIp: peer.sourceIp },
     };
-    await nodeHandler(withAuth as Parameters<typeof nodeHandler>[0], res, body);
+    await nodeHandler(withAuth as Parameters<typeof nodeHandler>[0], res, call.body);
   };
 
   const server = createServer((req, res) => {

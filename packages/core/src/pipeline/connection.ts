@@ -1,0 +1,145 @@
+/**
+ * One SDK `Server` (a stdio connection, or one HTTP request): the caller, their era, and the
+ * pieces every handler shares: the policy as it applies to this caller, the per-call context a
+ * handler receives, and the attempt that ends in exactly one audit record.
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { OutcomeReason } from '@gatehouse/audit';
+import {
+  CLIENT_INFO_META_KEY,
+  PROTOCOL_VERSION_META_KEY,
+  createRequestStateCodec,
+} from '@modelcontextprotocol/server';
+import type { Server, ServerContext } from '@modelcontextprotocol/server';
+import type { RequestContext } from '../define.js';
+import type { Logger } from '../logger.js';
+import type { Decision } from '../policy.js';
+import type { Principal } from '../principal.js';
+import { frameUntrusted } from '../sanitize.js';
+import { buildAuditRecord } from './audit-record.js';
+import type { Action, RecordCaller, RecordOutcome, RecordSubject } from './audit-record.js';
+import type { PreparedServer, PreparedTool } from './prepare.js';
+import type { Runtime } from './runtime.js';
+
+export type StateCodec = ReturnType<typeof createRequestStateCodec>;
+
+/** The request-state codec of a process: HMAC-sealed, bound to the method and the caller. */
+export function createStateCodec(runtime: Runtime): StateCodec {
+  return createRequestStateCodec({
+    key: runtime.stateKey ?? randomBytes(32),
+    ttlSeconds: 600,
+    // State minted for one method and caller is refused for any other.
+    bind: (ctx) => `${ctx.mcpReq.method}\0${ctx.http?.authInfo?.clientId ?? ''}`,
+  });
+}
+
+export class Connection {
+  constructor(
+    readonly server: Server,
+    readonly prepared: PreparedServer,
+    readonly runtime: Runtime,
+    readonly stateCodec: StateCodec,
+    readonly principal: Principal,
+    readonly era: 'legacy' | 'modern',
+  ) {}
+
+  /** Listed exactly when callable. */
+  visible(tool: PreparedTool): Decision {
+    return this.runtime.policy.toolVisible(tool.definition, this.principal);
+  }
+
+  /** Resources, templates and prompts: listed exactly when they may be read, got, completed. */
+  granted(item: { scope?: string | undefined }): Decision {
+    return this.runtime.policy.scopeAllowed(
+      item.scope ?? this.prepared.defaultScope,
+      this.principal,
+    );
+  }
+
+  readonly allows = (target: string): boolean => this.runtime.policy.targetAllowed(target).allow;
+
+  begin(sctx: ServerContext, action: Action, name: string, args?: unknown): Attempt {
+    return new Attempt(this, sctx, action, name, args);
+  }
+
+  abortSources(sctx: ServerContext): { cancel: AbortSignal; shutdown?: AbortSignal | undefined } {
+    return { cancel: sctx.mcpReq.signal, shutdown: this.runtime.inflight?.signal };
+  }
+
+  /** The context a handler receives. */
+  contextFor(
+    sctx: ServerContext,
+    eventId: string,
+    signal: AbortSignal,
+    deadline = Date.now() + this.runtime.toolTimeoutMs,
+  ): RequestContext {
+    const { logger, transport } = this.runtime;
+    const era = this.era;
+    let child: Logger | undefined;
+    let nonce: string | undefined; // one per call, made on first use
+    return {
+      principal: this.principal,
+      signal,
+      deadline,
+      allows: this.allows,
+      untrusted: (content, source) =>
+        frameUntrusted(content, source, (nonce ??= randomBytes(6).toString('hex'))),
+      // Created on first use: most calls never log, and a child logger is not free.
+      get logger() {
+        return (child ??= logger.child({ eventId }));
+      },
+      eventId,
+      era,
+      canRequestClient: era === 'legacy' && transport !== 'http',
+      mcp: sctx,
+      sealState: (payload) => this.stateCodec.mint(payload, sctx),
+      requestState: <T>() => sctx.mcpReq.requestState<T>(),
+    };
+  }
+
+  /** Who asked, for the audit record. */
+  caller(sctx: ServerContext): RecordCaller {
+    const envelope = sctx.mcpReq.envelope as Record<string, unknown> | undefined;
+    const modern = this.era === 'modern';
+    return {
+      principal: this.principal,
+      era: this.era,
+      transport: this.runtime.transport,
+      requestId: sctx.mcpReq.id,
+      clientInfo: modern
+        ? (envelope?.[CLIENT_INFO_META_KEY] as { name?: string; version?: string } | undefined)
+        : this.server.getClientVersion(),
+      protocolVersion: modern
+        ? (envelope?.[PROTOCOL_VERSION_META_KEY] as string | undefined)
+        : this.server.getNegotiatedProtocolVersion(),
+      sourceIp: (sctx.http?.authInfo?.extra as { sourceIp?: unknown } | undefined)?.sourceIp,
+      userAgent: sctx.http?.req?.headers.get('user-agent'),
+    };
+  }
+}
+
+/** One tools/call, resources/read or prompts/get: ends in exactly one audit record. */
+export class Attempt implements RecordSubject {
+  readonly eventId = randomUUID();
+  readonly startedAt = new Date().toISOString();
+  readonly startedNs = process.hrtime.bigint();
+  tool: PreparedTool | undefined;
+
+  constructor(
+    private readonly connection: Connection,
+    readonly sctx: ServerContext,
+    readonly action: Action,
+    readonly name: string,
+    readonly args?: unknown,
+  ) {}
+
+  /** Writes the attempt's audit record. A failing sink is logged; the sinks track it. */
+  finish(reason: OutcomeReason, outcome: RecordOutcome = {}): void {
+    const { audit, logger } = this.connection.runtime;
+    try {
+      audit.append(buildAuditRecord(this, this.connection.caller(this.sctx), reason, outcome));
+    } catch (writeError) {
+      logger.error({ err: writeError, eventId: this.eventId }, 'audit trail failed');
+    }
+  }
+}
