@@ -3,6 +3,37 @@
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
+// Package boundaries (docs/architecture.md). Everywhere: a package is imported by its exports,
+// never by its files, and no relative path climbs into another package.
+const anywhere = [
+  {
+    group: ['@gatehouse/*/src', '@gatehouse/*/src/**', '@gatehouse/*/dist', '@gatehouse/*/dist/**'],
+    message: "Import a package by its exports (package.json), not another package's files.",
+  },
+  {
+    regex: '^(\\.\\./){2,}(packages/|servers/)?[\\w.-]+/(src|dist|test)(/|$)',
+    message: "A relative import may not reach into another package's files.",
+  },
+];
+// Production code never imports the testkit, a server, or (in servers) the core's wiring.
+const production = [
+  ...anywhere,
+  {
+    group: ['@gatehouse/testkit', '@gatehouse/testkit/*'],
+    message: 'The testkit is for tests only; production code never imports it.',
+  },
+  { group: ['@gatehouse/server-*'], message: 'No package imports a server.' },
+];
+const serverSource = [
+  ...production,
+  {
+    group: ['@gatehouse/core/runtime', '@gatehouse/core/testing'],
+    message:
+      'A server uses the author API (@gatehouse/core) and the kit (@gatehouse/core/saas); runServer does the wiring.',
+  },
+];
+const restrict = (patterns) => ({ 'no-restricted-imports': ['error', { patterns }] });
+
 export default tseslint.config(
   { ignores: ['**/dist/**', '**/node_modules/**', '**/.turbo/**', '**/coverage/**'] },
   js.configs.recommended,
@@ -74,4 +105,17 @@ export default tseslint.config(
       },
     },
   },
+  { rules: restrict(anywhere) },
+  // Each server's tests may use their own sources, never another server's.
+  { files: ['servers/**'], rules: restrict([...anywhere, production[production.length - 1]]) },
+  {
+    files: ['packages/*/src/**'],
+    ignores: ['packages/testkit/src/**'],
+    rules: restrict(production),
+  },
+  {
+    files: ['packages/testkit/src/**'],
+    rules: restrict([...anywhere, production[production.length - 1]]),
+  },
+  { files: ['servers/*/src/**'], rules: restrict(serverSource) },
 );

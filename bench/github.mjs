@@ -7,7 +7,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectStdio, githubSeed, startGitHubFake } from '@gatehouse/testkit';
+import { connectStdio } from '@gatehouse/testkit';
+import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
 import { BENCH_ENV, median } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);

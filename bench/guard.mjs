@@ -9,14 +9,12 @@ import { createWriteStream } from 'node:fs';
 import {
   READ_ONLY_ANNOTATIONS,
   baseConfigSchema,
-  createLogger,
-  createRuntime,
-  createServerFactory,
   defineServer,
   defineTool,
   loadConfig,
   sanitizeText,
 } from '@gatehouse/core';
+import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import { McpServer } from '@modelcontextprotocol/server';
 import { connectInMemory } from '@gatehouse/testkit';
 import * as z from 'zod';

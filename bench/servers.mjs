@@ -3,13 +3,11 @@
 import {
   READ_ONLY_ANNOTATIONS,
   baseConfigSchema,
-  createLogger,
-  createRuntime,
-  createServerFactory,
   defineServer,
   defineTool,
   loadConfig,
 } from '@gatehouse/core';
+import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import { McpServer } from '@modelcontextprotocol/server';
 import { openSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';

@@ -1,8 +1,8 @@
 // Regenerates the generated parts of the docs from the code, so they never drift:
 //   node scripts/gen-docs.mjs                      rewrite them
 //   node scripts/gen-docs.mjs --check              exit 1 when a file is out of date (the tests)
-//   node scripts/gen-docs.mjs --scope core|postgres|github  only that part (each package's test checks its own)
-import { readFileSync, writeFileSync } from 'node:fs';
+//   node scripts/gen-docs.mjs --scope core|<server id>   only that part (each package's test checks its own)
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import * as prettier from 'prettier';
@@ -13,34 +13,15 @@ const { values } = parseArgs({
 const check = values.check === true;
 const inScope = (scope) => values.scope === undefined || values.scope === scope;
 
-/** A tool table from tool definitions: name, title, access, description, arguments. */
-function toolTable(tools) {
-  const cell = (text) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  const args = (tool) =>
-    Object.entries(tool.input.shape)
-      .map(
-        ([name, field]) =>
-          `\`${name}\`${field.safeParse(undefined).success ? '' : ' (required)'}: ${field.description ?? ''}`,
-      )
-      .join('<br>');
-  return [
-    '| tool | what the model reads | arguments |',
-    '|---|---|---|',
-    ...tools.map(
-      (t) =>
-        `| \`${t.name}\` — ${t.title}${t.access === 'write' ? ' (write: off unless enabled; takes `dry_run`)' : ''} | ${cell(t.description)} | ${cell(args(t))} |`,
-    ),
-  ].join('\n');
-}
-
 /** Whole generated files: { file, body }. */
 const wholeFiles = [];
 /** Marked regions inside hand-written files: { file, marker, body }. */
 const regions = [];
+const { configTable, toolTable } = await import('@gatehouse/core/docs');
 
 if (inScope('core')) {
   const { auditRecordSchema } = await import('@gatehouse/audit');
-  const { baseConfigSchema, configTable } = await import('@gatehouse/core');
+  const { baseConfigSchema } = await import('@gatehouse/core');
   wholeFiles.push({
     file: new URL('../docs/audit.schema.json', import.meta.url),
     body: `${JSON.stringify(auditRecordSchema, null, 2)}\n`,
@@ -52,55 +33,35 @@ if (inScope('core')) {
   });
 }
 
-if (inScope('postgres')) {
-  const { configTable, createLogger } = await import('@gatehouse/core');
-  const { PostgresConfigSchema, createPostgresServer } = await import('@gatehouse/server-postgres');
-  const readme = new URL('../servers/postgres/README.md', import.meta.url);
-  // A representative configuration; nothing connects (the pool opens on first use).
-  const config = PostgresConfigSchema.parse({
-    POSTGRES_URL: 'postgres://gatehouse_ro@db.internal:5432/company',
+// Every server package exports `docs` (ServerDocs of @gatehouse/core/docs): its README's tool
+// table and variable table come from that alone; a new server needs nothing here.
+const { createLogger } = await import('@gatehouse/core/runtime');
+const serversDir = new URL('../servers/', import.meta.url);
+for (const dir of readdirSync(serversDir).sort()) {
+  const manifest = JSON.parse(readFileSync(new URL(`${dir}/package.json`, serversDir), 'utf8'));
+  const { docs } = await import(manifest.name);
+  if (docs === undefined) throw new Error(`${manifest.name} exports no \`docs\` (ServerDocs)`);
+  if (!inScope(docs.id)) continue;
+  const readme = new URL(`${dir}/README.md`, serversDir);
+  const definition = docs.create(docs.schema.parse(docs.exampleEnv), {
+    logger: createLogger({ level: 'silent' }),
   });
-  const server = createPostgresServer(config, { logger: createLogger({ level: 'silent' }) });
-  await server.close();
-  regions.push({ file: readme, marker: 'postgres-tools', body: toolTable(server.tools) });
+  await definition.close?.();
+  regions.push({ file: readme, marker: `${docs.id}-tools`, body: toolTable(definition.tools) });
+  const prefix = `${docs.id.toUpperCase()}_`;
   const own = Object.fromEntries(
-    Object.keys(PostgresConfigSchema.shape)
-      .filter((k) => k.startsWith('POSTGRES_'))
+    Object.keys(docs.schema.shape)
+      .filter((k) => k.startsWith(prefix))
       .map((k) => [k, true]),
   );
   regions.push({
     file: readme,
-    marker: 'postgres-config',
-    body: configTable(PostgresConfigSchema.pick(own)),
+    marker: `${docs.id}-config`,
+    body: configTable(docs.schema.pick(own)),
   });
-  regions.push({
-    file: readme,
-    marker: 'postgres-role-sql',
-    body: `\`\`\`sql\n${readFileSync(new URL('../servers/postgres/demo/readonly-role.sql', import.meta.url), 'utf8').trimEnd()}\n\`\`\``,
-  });
-}
-
-if (inScope('github')) {
-  const { configTable, createLogger } = await import('@gatehouse/core');
-  const { GitHubConfigSchema, createGitHubServer } = await import('@gatehouse/server-github');
-  const readme = new URL('../servers/github/README.md', import.meta.url);
-  // A representative configuration; nothing is sent to GitHub (the check runs at start only).
-  const config = GitHubConfigSchema.parse({
-    GITHUB_TOKEN: 'github_pat_example',
-    GITHUB_REPOS: 'acme/api,acme/web',
-  });
-  const server = createGitHubServer(config, { logger: createLogger({ level: 'silent' }) });
-  regions.push({ file: readme, marker: 'github-tools', body: toolTable(server.tools) });
-  const own = Object.fromEntries(
-    Object.keys(GitHubConfigSchema.shape)
-      .filter((k) => k.startsWith('GITHUB_'))
-      .map((k) => [k, true]),
-  );
-  regions.push({
-    file: readme,
-    marker: 'github-config',
-    body: configTable(GitHubConfigSchema.pick(own)),
-  });
+  for (const [marker, body] of Object.entries(docs.regions?.() ?? {})) {
+    regions.push({ file: readme, marker, body });
+  }
 }
 
 let stale = 0;

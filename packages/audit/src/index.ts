@@ -30,5 +30,7 @@ export { fdSink, fileSink, lastJsonLine, rotatedFiles } from './sinks.js';
 export type { FileSinkOptions, LineSink } from './sinks.js';
 export { loadPublicKeys, verifyLines } from './verify.js';
 export type { Damage, DamageKind, VerifyOptions, VerifyReport } from './verify.js';
+export { memoryAudit } from './memory.js';
+export type { MemoryAudit } from './memory.js';
 export { AuditLog, findChainEnd } from './writer.js';
 export type { AuditLogOptions, ChainPosition } from './writer.js';

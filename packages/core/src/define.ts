@@ -248,6 +248,31 @@ export interface ServerHost {
   securityOverride(setting: string, details: Record<string, unknown>): void;
 }
 
+/**
+ * What a server checks at start about its upstream, and how the core treats the outcome:
+ * - `check()` resolves: its summary is logged, each warning (credentials broader than needed,
+ *   a configured name they cannot see) is a logged warning, and the server serves;
+ * - it throws a {@link CredentialError}: the start is refused, exit code 2, naming the variable;
+ * - it throws an `UpstreamError` (the vendor is down or unreachable): the server starts unready,
+ *   and `/readyz` runs the check again (at most every `recheckMs`, default 5 s) until it passes.
+ */
+export interface StartupCheck {
+  /** The upstream as the operator knows it (`GitHub`, `PostgreSQL`), for the log and /readyz. */
+  readonly upstream: string;
+  check(): Promise<StartupReport>;
+  readonly recheckMs?: number;
+}
+
+/** What a start-up check found. */
+export interface StartupReport {
+  /** One log line: what passed (`GitHub access checked`). */
+  readonly message: string;
+  /** Secret-free details for that line (identity, what the credentials reach). */
+  readonly details?: Record<string, unknown>;
+  /** Each one a logged warning. */
+  readonly warnings?: readonly string[];
+}
+
 /** Result of a readiness check. */
 export interface ReadyResult {
   ready: boolean;
@@ -273,6 +298,11 @@ export interface ServerDefinition {
   logging?: boolean;
   /** Readiness check behind `/readyz` (upstream reachable, pool healthy). */
   ready?: () => Promise<ReadyResult>;
+  /**
+   * The start-up check of the upstream credentials; the core owns its outcomes (see
+   * {@link StartupCheck}).
+   */
+  startup?: StartupCheck;
   /** Releases upstream resources (pools, clients) on shutdown. */
   close?: () => Promise<void>;
   /**
@@ -314,6 +344,20 @@ export function defineTool<I extends z.ZodObject, O extends z.ZodType | undefine
   }
   if (definition.access === 'write' && definition.annotations.readOnlyHint) {
     throw new TypeError(`Tool ${definition.name}: a write tool cannot set readOnlyHint: true`);
+  }
+  // The model reads each argument's description (in the input JSON schema) to fill it in: none
+  // may be left without one.
+  const properties = (z.toJSONSchema(definition.input, { io: 'input' }).properties ?? {}) as Record<
+    string,
+    { description?: string }
+  >;
+  const undescribed = Object.entries(properties)
+    .filter(([, property]) => (property.description ?? '').trim() === '')
+    .map(([name]) => name);
+  if (undescribed.length > 0) {
+    throw new TypeError(
+      `Tool ${definition.name}: every argument needs a description (.describe(...)); missing on ${undescribed.join(', ')}`,
+    );
   }
   if (definition.access === 'write' && 'dry_run' in definition.input.shape) {
     throw new TypeError(

@@ -113,3 +113,20 @@ export class ConfigError extends Error {
     this.problems = problems;
   }
 }
+
+/**
+ * The upstream refused the configured credentials, or they are not acceptable (a database role
+ * that can write): thrown by a start-up check, it refuses the start (exit code 2) naming the
+ * variable that holds them.
+ */
+export class CredentialError extends Error {
+  override readonly name = 'CredentialError';
+  constructor(
+    /** The setting to fix (`GITHUB_TOKEN`, `POSTGRES_URL`). */
+    readonly variable: string,
+    message: string,
+    options: { cause?: unknown } = {},
+  ) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+  }
+}

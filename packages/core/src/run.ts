@@ -25,6 +25,8 @@ import {
   describeTools,
 } from './server.js';
 import { LineTransport } from './stdio.js';
+import { checkAtStart } from './startup.js';
+import type { Readiness } from './startup.js';
 import type { Runtime } from './server.js';
 
 /** Options of {@link runServer}. */
@@ -172,8 +174,10 @@ export async function runServer<S extends z.ZodObject>(
   }
 
   let definition: ServerDefinition;
+  let readiness: Readiness;
   try {
     definition = await options.create(config, { logger });
+    readiness = await checkAtStart(definition, logger);
   } catch (error) {
     // A configuration problem found while starting (e.g. credentials that are too powerful)
     // reads like any other: plain text under the variable's name, then the structured log.
@@ -209,7 +213,7 @@ export async function runServer<S extends z.ZodObject>(
   const ready = async (): Promise<ReadyResult> => {
     if (audit.failures.size > 0)
       return { ready: false, detail: 'the audit trail cannot be written' };
-    return definition.ready ? definition.ready() : { ready: true };
+    return readiness();
   };
 
   let http: RunningHttpServer | undefined;

@@ -1,15 +1,14 @@
 import { AuditLog } from '@gatehouse/audit';
 import type { AuditRecord, LineSink } from '@gatehouse/audit';
+import { baseConfigSchema, loadConfig } from '@gatehouse/core';
 import {
-  baseConfigSchema,
   createLogger,
   createRuntime,
   createServerFactory,
   lifecycleEntry,
-  loadConfig,
   redactArgs,
   scrubSecrets,
-} from '@gatehouse/core';
+} from '@gatehouse/core/runtime';
 import { connectInMemory } from '@gatehouse/testkit';
 import type { Connection } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';

@@ -5,16 +5,18 @@ import type { CryptoKey } from 'jose';
 import {
   UpstreamError,
   baseConfigSchema,
-  createAuthenticator,
-  createLogger,
-  createRuntime,
-  createServerFactory,
   defineServer,
   defineTool,
   isRetryable,
   loadConfig,
   withRetry,
 } from '@gatehouse/core';
+import {
+  createAuthenticator,
+  createLogger,
+  createRuntime,
+  createServerFactory,
+} from '@gatehouse/core/runtime';
 import type { Principal } from '@gatehouse/core';
 import { connectInMemory } from '@gatehouse/testkit';
 import type { ClientOptions, Connection } from '@gatehouse/testkit';
@@ -326,7 +328,7 @@ describe('human in the loop', () => {
             idempotentHint: false,
             openWorldHint: false,
           },
-          input: z.strictObject({ name: z.string() }),
+          input: z.strictObject({ name: z.string().describe('The name of the thing.') }),
           output: z.object({ id: z.number() }),
           async handler({ name }, ctx) {
             if (ctx.dryRun) return ctx.preview({ name }, `would create ${name}`);

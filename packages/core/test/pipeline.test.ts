@@ -1,11 +1,6 @@
 import { Writable } from 'node:stream';
-import {
-  baseConfigSchema,
-  createLogger,
-  createRuntime,
-  createServerFactory,
-  loadConfig,
-} from '@gatehouse/core';
+import { baseConfigSchema, loadConfig } from '@gatehouse/core';
+import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import type { ServerDefinition } from '@gatehouse/core';
 import type { AuditRecord } from '@gatehouse/audit';
 import { connectInMemory, memoryAudit } from '@gatehouse/testkit';

@@ -3,18 +3,20 @@ import {
   ConfigError,
   UpstreamError,
   baseConfigSchema,
-  createLogger,
   defineConfig,
   defineTool,
-  isLoopbackHost,
   loadConfig,
-  originAllowed,
-  redactConfig,
   sanitizeText,
   secret,
-  secretKeys,
   neutralizeMarkdown,
 } from '@gatehouse/core';
+import {
+  createLogger,
+  isLoopbackHost,
+  originAllowed,
+  redactConfig,
+  secretKeys,
+} from '@gatehouse/core/runtime';
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
 
@@ -287,6 +289,19 @@ describe('defineTool', () => {
     expect(() =>
       defineTool({ ...base, name: 'bad name', access: 'read', input: z.strictObject({}) }),
     ).toThrow(/must match/);
+  });
+  it('refuses an argument the model would get without a description, naming it', () => {
+    const input = z.strictObject({
+      repo: z.string().describe('owner/repo'),
+      state: z.enum(['open', 'closed']).optional(),
+      count: z.number().describe('   '),
+    });
+    expect(() => defineTool({ ...base, access: 'read', input })).toThrow(
+      /every argument needs a description .* missing on state, count$/,
+    );
+    // Described inside a wrapper counts: the model reads it in the input JSON schema.
+    const wrapped = z.strictObject({ repo: z.string().describe('owner/repo').optional() });
+    expect(defineTool({ ...base, access: 'read', input: wrapped }).name).toBe('x_tool');
   });
 });
 

@@ -1,23 +1,3 @@
-import { AuditLog } from '@gatehouse/audit';
-import type { AuditRecord, LineSink } from '@gatehouse/audit';
-
-/** An audit trail kept in memory: the real writer (hash chain), its records as objects. */
-export interface MemoryAudit {
-  readonly audit: AuditLog;
-  /** Every record written so far, checkpoints left out. */
-  readonly records: AuditRecord[];
-}
-
-/** A real `AuditLog` whose sink collects the records, for assertions in tests. */
-export function memoryAudit(service = { name: 'test', version: '1.0.0' }): MemoryAudit {
-  const records: AuditRecord[] = [];
-  const sink: LineSink = {
-    name: 'memory',
-    write: (line) => {
-      const record = JSON.parse(line) as AuditRecord;
-      if (record.event.action !== 'audit/checkpoint') records.push(record);
-    },
-    close: () => undefined,
-  };
-  return { audit: new AuditLog({ sinks: [sink], service }), records };
-}
+// The in-memory audit trail lives in @gatehouse/audit (the core's test harness uses it too).
+export { memoryAudit } from '@gatehouse/audit';
+export type { MemoryAudit } from '@gatehouse/audit';

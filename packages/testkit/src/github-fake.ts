@@ -1,8 +1,17 @@
-import { createServer } from 'node:http';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { jwtVerify } from 'jose';
+import { HttpFake, linkPages, readJson } from './http-fake.js';
+import type {
+  FakeFailure,
+  FakeMeta,
+  FakeResponse,
+  RouteContext,
+  RouteHandler,
+} from './http-fake.js';
+
+export type { FakeResponse } from './http-fake.js';
 
 /**
  * A loopback GitHub REST API for tests: the issues, comments, labels, milestones, search,
@@ -75,36 +84,14 @@ export interface FakeCredential {
   permission?: 'read' | 'write';
 }
 
-/** A canned failure for the next matching request. */
-export interface FakeFailure {
-  /** Only requests whose method and path match (`GET /repos/acme/api/issues`, `*` prefix ok). */
-  match?: string;
-  status: number;
+/** A canned failure for the next matching request (see {@link HttpFake}). */
+export interface GitHubFakeFailure extends FakeFailure {
   /** `secondary` for a secondary rate limit (403 + retry-after), `primary` for an exhausted quota. */
   rateLimit?: 'primary' | 'secondary';
-  /** Seconds in a `retry-after` header (with a rate limit, or on any error status). */
-  retryAfter?: number;
-  /** How many matching requests fail (default 1). */
-  times?: number;
-  /**
-   * Wait this long before answering (for timeouts); the request still takes effect. With a
-   * status below 400 the request is then answered normally: a slow answer that is no error.
-   */
-  delayMs?: number;
-  /** Apply the request (e.g. create the issue) before failing, as a timed-out write does. */
-  afterEffect?: boolean;
-  /** The error's message (default: GitHub's for the status). */
-  message?: string;
 }
 
-/** One response the fake sent, for OpenAPI validation. */
-export interface FakeResponse {
-  method: string;
-  /** The OpenAPI path template (`/repos/{owner}/{repo}/issues`). */
-  route: string;
-  status: number;
-  body: unknown;
-}
+/** Who calls: a credential, or a GitHub App's JWT. */
+type Caller = FakeCredential | 'app';
 
 /** Options of {@link startGitHubFake}. */
 export interface GitHubFakeOptions {
@@ -135,7 +122,7 @@ export interface GitHubFake {
   readonly requests: string[];
   readonly responses: FakeResponse[];
   /** Queue a failure for the next matching request(s). */
-  fail(failure: FakeFailure): void;
+  fail(failure: GitHubFakeFailure): void;
   /**
    * Transfers an issue to another repository, as GitHub does: the issue gets a number there,
    * and requests for the old one are answered `301 Moved Permanently` with its new address.
@@ -210,9 +197,6 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     if (cred.permission !== undefined) granted.set(cred.login, cred.permission);
   };
   const installationTokens = new Map<string, FakeCredential>();
-  const failures: FakeFailure[] = [];
-  const requests: string[] = [];
-  const responses: FakeResponse[] = [];
   let nextId = 1_000_000;
   const appKey =
     options.app === undefined
@@ -443,73 +427,22 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
 
   const send = (
     res: ServerResponse,
-    req: { method: string; route: string },
+    meta: FakeMeta,
     status: number,
     body: unknown,
     headers: Record<string, string> = {},
-  ): void => {
-    responses.push({ method: req.method, route: req.route, status, body });
-    const text = body === undefined ? '' : JSON.stringify(body);
-    res.writeHead(status, {
-      'content-type': 'application/json; charset=utf-8',
-      'x-github-request-id': randomBytes(6).toString('hex').toUpperCase(),
-      'x-ratelimit-limit': '5000',
-      'x-ratelimit-remaining': '4999',
-      'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 3600),
-      'x-ratelimit-used': '1',
-      'x-ratelimit-resource': req.route === '/search/issues' ? 'search' : 'core',
-      ...headers,
-    });
-    res.end(text);
-  };
+  ): void => http.send(res, meta, status, body, headers);
   const error = (
     res: ServerResponse,
-    req: { method: string; route: string },
+    meta: FakeMeta,
     status: number,
     message: string,
     extra: Record<string, unknown> = {},
     headers: Record<string, string> = {},
-  ) =>
-    send(
-      res,
-      req,
-      status,
-      {
-        message,
-        documentation_url: 'https://docs.github.com/rest',
-        status: String(status),
-        ...extra,
-      },
-      headers,
-    );
-
+  ) => http.error(res, meta, status, message, extra, headers);
   /** Slices a list by page/per_page and builds GitHub's Link header. */
-  const paginate = <T>(url: URL, items: T[]): { page: T[]; headers: Record<string, string> } => {
-    const perPage = Math.min(100, Math.max(1, Number(url.searchParams.get('per_page') ?? 30)));
-    const pageNo = Math.max(1, Number(url.searchParams.get('page') ?? 1));
-    const last = Math.max(1, Math.ceil(items.length / perPage));
-    const link = (p: number, rel: string) => {
-      const target = new URL(`${base}${url.pathname.slice(prefix.length)}`);
-      for (const [k, v] of url.searchParams) target.searchParams.set(k, v);
-      target.searchParams.set('page', String(p));
-      return `<${target.href}>; rel="${rel}"`;
-    };
-    const links: string[] = [];
-    if (pageNo < last) links.push(link(pageNo + 1, 'next'), link(last, 'last'));
-    if (pageNo > 1) links.push(link(1, 'first'), link(pageNo - 1, 'prev'));
-    return {
-      page: items.slice((pageNo - 1) * perPage, pageNo * perPage),
-      headers: links.length === 0 ? {} : { link: links.join(', ') },
-    };
-  };
-
-  const readBody = async (req: IncomingMessage): Promise<Record<string, unknown>> => {
-    const chunks: Buffer[] = [];
-    for await (const chunk of req) chunks.push(chunk as Buffer);
-    const text = Buffer.concat(chunks).toString('utf8');
-    if (text === '') return {};
-    return JSON.parse(text) as Record<string, unknown>;
-  };
+  const paginate = <T>(url: URL, items: T[]) => linkPages(url, base, items, { pathPrefix: prefix });
+  const readBody = readJson;
 
   const authenticate = async (
     req: IncomingMessage,
@@ -530,29 +463,48 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     return undefined;
   };
 
-  const routes: Array<{
-    method: string;
-    pattern: RegExp;
-    route: string;
-    handle: (ctx: {
-      req: IncomingMessage;
-      res: ServerResponse;
-      url: URL;
-      params: string[];
-      cred: FakeCredential | 'app';
-      meta: { method: string; route: string };
-    }) => Promise<void> | void;
-  }> = [];
-  const route = (method: string, path: string, handle: (typeof routes)[number]['handle']): void => {
+  const http = new HttpFake<Caller>({
+    prefix,
+    authenticate,
+    errorBody: (status, message) => ({
+      message,
+      documentation_url: 'https://docs.github.com/rest',
+      status: String(status),
+    }),
+    failureMessage: (status) => (status >= 500 ? 'Server Error' : 'Failure injected by the test'),
+    headers: (meta) => ({
+      'x-github-request-id': randomBytes(6).toString('hex').toUpperCase(),
+      'x-ratelimit-limit': '5000',
+      'x-ratelimit-remaining': '4999',
+      'x-ratelimit-reset': String(Math.floor(Date.now() / 1000) + 3600),
+      'x-ratelimit-used': '1',
+      'x-ratelimit-resource': meta.route === '/search/issues' ? 'search' : 'core',
+    }),
+    rateLimitReply: (failure) =>
+      failure.rateLimit === 'secondary'
+        ? {
+            message:
+              'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
+            headers: { 'retry-after': String(failure.retryAfter ?? 60) },
+          }
+        : {
+            message: 'API rate limit exceeded for user.',
+            headers: {
+              'x-ratelimit-remaining': '0',
+              'x-ratelimit-reset': String(
+                Math.floor(Date.now() / 1000) + (failure.retryAfter ?? 60),
+              ),
+            },
+          },
     // `{path}` (contents) spans slashes; every other parameter is one segment.
-    const pattern = new RegExp(
-      `^${path.replace('{path}', '(.+)').replace(/\{[^/}]+\}/g, '([^/]+)')}$`,
-    );
-    routes.push({ method, pattern, route: path, handle });
-  };
+    multiSegment: ['path'],
+  });
+
+  const route = (method: string, path: string, handle: RouteHandler<Caller>): void =>
+    http.route(method, path, handle);
 
   const withRepo = (
-    ctx: Parameters<(typeof routes)[number]['handle']>[0],
+    ctx: RouteContext<Caller>,
     then: (r: FakeRepo, cred: FakeCredential) => Promise<void> | void,
   ) => {
     const [owner, name] = ctx.params.map(decodeURIComponent);
@@ -1084,102 +1036,20 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     );
   });
 
-  const server = createServer((req, res) => {
-    void (async () => {
-      const url = new URL(req.url ?? '/', base || 'http://127.0.0.1');
-      const method = req.method ?? 'GET';
-      requests.push(`${method} ${url.pathname}${url.search}`);
-      const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : '';
-      const found = routes.find((r) => r.method === method && r.pattern.test(path));
-      const meta = { method, route: found?.route ?? path };
-      const failure = failures.find(
-        (f) => f.match === undefined || `${method} ${path}`.startsWith(f.match.replace(/\*$/, '')),
-      );
-      if (found === undefined) return error(res, meta, 404, 'Not Found');
-      const cred = await authenticate(req);
-      const params = [...found.pattern.exec(path)!].slice(1);
-      if (failure !== undefined) {
-        failure.times = (failure.times ?? 1) - 1;
-        if (failure.times <= 0) failures.splice(failures.indexOf(failure), 1);
-        if (failure.afterEffect === true && cred !== undefined) {
-          // The write happens; only its answer is lost (a timeout or a 502 after the fact).
-          const sink = { writeHead: () => sink, end: () => undefined, headersSent: false };
-          await found.handle({
-            req,
-            res: sink as unknown as ServerResponse,
-            url,
-            params,
-            cred,
-            meta,
-          });
-          responses.pop();
-        }
-        if (failure.delayMs !== undefined) await new Promise((r) => setTimeout(r, failure.delayMs));
-        if (failure.status < 400) {
-          // Slow, not failed: answered normally once the delay is over (if anyone still waits).
-          if (res.destroyed || req.destroyed) return;
-          if (cred === undefined) return error(res, meta, 401, 'Bad credentials');
-          return found.handle({ req, res, url, params, cred, meta });
-        }
-        const reset = String(Math.floor(Date.now() / 1000) + (failure.retryAfter ?? 60));
-        if (failure.rateLimit === 'secondary') {
-          return error(
-            res,
-            meta,
-            failure.status,
-            'You have exceeded a secondary rate limit. Please wait a few minutes before you try again.',
-            {},
-            { 'retry-after': String(failure.retryAfter ?? 60) },
-          );
-        }
-        if (failure.rateLimit === 'primary') {
-          return error(
-            res,
-            meta,
-            failure.status,
-            'API rate limit exceeded for user.',
-            {},
-            {
-              'x-ratelimit-remaining': '0',
-              'x-ratelimit-reset': reset,
-            },
-          );
-        }
-        return error(
-          res,
-          meta,
-          failure.status,
-          failure.message ??
-            (failure.status >= 500 ? 'Server Error' : 'Failure injected by the test'),
-          {},
-          failure.retryAfter === undefined ? {} : { 'retry-after': String(failure.retryAfter) },
-        );
-      }
-      if (cred === undefined) return error(res, meta, 401, 'Bad credentials');
-      await found.handle({ req, res, url, params, cred, meta });
-    })().catch((err: unknown) => {
-      if (!res.headersSent) {
-        res.writeHead(500, { 'content-type': 'application/json' });
-        res.end(JSON.stringify({ message: `fake error: ${String(err)}` }));
-      }
-    });
-  });
   function repoByName(name: string): FakeRepo {
     const [owner, repo] = name.split('/');
     const found = repoOf(owner ?? '', repo ?? '');
     if (found === undefined) throw new Error(`no repo ${name} in the fake`);
     return found;
   }
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as { port: number };
-  base = `http://127.0.0.1:${address.port}${prefix}`;
+  base = await http.listen();
 
   return {
     url: base,
     repos: options.repos,
-    requests,
-    responses,
-    fail: (failure) => failures.push({ ...failure }),
+    requests: http.requests,
+    responses: http.responses,
+    fail: (failure) => http.fail(failure),
     transfer: (from, number, to) => {
       const source = repoByName(from);
       const target = repoByName(to);
@@ -1192,10 +1062,6 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
       return moved;
     },
     repo: (name) => repoByName(name),
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
+    close: () => http.close(),
   };
 }

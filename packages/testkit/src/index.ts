@@ -1,4 +1,9 @@
-/** `@gatehouse/testkit`: real clients and real processes for testing Gatehouse servers. */
+/**
+ * `@gatehouse/testkit`: real clients and real processes for testing Gatehouse servers, and the
+ * loopback HTTP fake framework vendor fakes are built on. Vendor fakes and heavy dependencies sit
+ * behind subpaths: `@gatehouse/testkit/github` (the GitHub fake, its OpenAPI validation),
+ * `@gatehouse/testkit/postgres` (embedded PostgreSQL).
+ */
 export {
   MODERN_REVISION,
   connectHttp,
@@ -20,18 +25,15 @@ export { startTestIssuer } from './oauth.js';
 export type { TestIssuer } from './oauth.js';
 export { memoryAudit } from './audit.js';
 export type { MemoryAudit } from './audit.js';
-export { parseSearchQuery, startGitHubFake } from './github-fake.js';
+export { HttpFake, cursorPages, linkPages, offsetPages, readJson } from './http-fake.js';
 export type {
-  FakeComment,
-  FakeCredential,
   FakeFailure,
-  FakeIssue,
-  FakeRepo,
+  FakeMeta,
   FakeResponse,
-  GitHubFake,
-  GitHubFakeOptions,
-} from './github-fake.js';
-export { validateGitHubResponses } from './github-openapi.js';
-export { githubSeed } from './github-seed.js';
+  HttpFakeOptions,
+  ResponseValidator,
+  RouteContext,
+  RouteHandler,
+} from './http-fake.js';
 export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
 export type { ConformanceRun } from './repo-tools.js';

@@ -7,8 +7,8 @@ import {
   parseSearchQuery,
   startGitHubFake,
   validateGitHubResponses,
-} from '../src/index.js';
-import type { GitHubFake } from '../src/index.js';
+} from '../src/github.js';
+import type { GitHubFake } from '../src/github.js';
 
 // The fake against the real Octokit client, and every response it sent against GitHub's
 // published OpenAPI description.

@@ -1,67 +1,14 @@
 import { ConfigError, ToolError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
+import { Pacer, createUpstreamErrors, mayWait, sleep, timedFetch } from '@gatehouse/core/saas';
+import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createAppAuth } from '@octokit/auth-app';
-import { throttling } from '@octokit/plugin-throttling';
 import { Octokit } from '@octokit/rest';
-import Bottleneck from 'bottleneck/light.js';
 import type { GitHubConfig } from './config.js';
-
-/**
- * Bottleneck (the scheduler inside the throttling plugin) yields to the event loop
- * with setTimeout(0) several times per job: with Node's 1 ms timer floor that is 10–15 ms per
- * request on a fast network. setImmediate keeps the yield (a macrotask, after I/O) without the
- * floor. Applied once, to the build the plugin imports (bottleneck/light.js); the tests check
- * the behaviour — no timer set from a yield point during a request.
- */
-function fastBottleneckYield(): void {
-  const store = Object.getPrototypeOf(
-    (new Bottleneck() as unknown as { _store: object })._store,
-  ) as {
-    yieldLoop?: unknown;
-  };
-  // A Bottleneck without the yield point: nothing to patch (the test would show the timers).
-  if (typeof store.yieldLoop !== 'function') return;
-  store.yieldLoop = () => new Promise<void>((resolve) => setImmediate(resolve));
-}
-fastBottleneckYield();
-
-/**
- * Octokit with GitHub's recommended rate-limit handling (the throttling plugin: pacing, and the
- * wait a rate limit asks for, when it fits the call's deadline). Retries of failed requests are
- * the core's withRetry, in the request hook below: it honours Retry-After, which the retry
- * plugin did not (it retried after a second whatever the answer said). The plugin adds options,
- * not methods, so the instance is typed as the plain REST client.
- */
-const GatehouseOctokit = Octokit.plugin(throttling);
 
 /** Methods that may be sent again after a failure (PATCH here only ever sets given values). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE']);
 
-/** A request of GitHub's that did not answer within GITHUB_REQUEST_TIMEOUT_MS. */
-class RequestTimeout extends Error {
-  override readonly name = 'RequestTimeout';
-  readonly code = 'ETIMEDOUT';
-  constructor(readonly ms: number) {
-    super(`GitHub did not answer within ${ms / 1000} s`);
-  }
-}
-
-/**
- * fetch with a timeout of its own for each attempt (retries and rate-limit waits included get a
- * fresh one), joined to the call's signal: a slow answer ends at GITHUB_REQUEST_TIMEOUT_MS.
- */
-function timedFetch(ms: number): typeof fetch {
-  return async (input, init) => {
-    const timeout = AbortSignal.timeout(ms);
-    const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
-    try {
-      return await fetch(input, { ...init, signal });
-    } catch (error) {
-      if (timeout.aborted && !(init?.signal?.aborted ?? false)) throw new RequestTimeout(ms);
-      throw error;
-    }
-  };
-}
 export type GitHub = Octokit;
 
 /** What a call passes down to every request: its abort signal and deadline. */
@@ -70,22 +17,49 @@ export interface CallBounds {
   readonly deadline: number;
 }
 
-/** Request options for one call: abort signal and the deadline the throttling plugin honours. */
+/** Request options for one call: the abort signal, and the deadline waits must fit in. */
 export function requestOptions(bounds: CallBounds, extra: Record<string, unknown> = {}) {
   return { request: { signal: bounds.signal, gatehouseDeadline: bounds.deadline, ...extra } };
 }
 
-/** Builds the client: token or GitHub App auth, the configured base URL, throttling and retry. */
+/**
+ * GitHub's advice against secondary rate limits, as pacing groups (milliseconds between two
+ * requests of a group; the values of GitHub's own throttling plugin): at least a second between
+ * writes, issues and comments (which notify people) one per 3 s, search 30 a minute. Reads are
+ * not paced.
+ */
+export const GITHUB_PACING: Readonly<Record<string, number>> = {
+  write: 1_000,
+  create: 3_000,
+  search: 2_000,
+};
+
+/** How the client paces and waits; tests shorten both. */
+export interface GitHubPacing {
+  /** Milliseconds between two requests of a group (see {@link GITHUB_PACING}). */
+  readonly intervals?: Readonly<Record<string, number>>;
+  /** The length of one second of a rate limit's wait (tests: 10 ms). */
+  readonly secondMs?: number;
+}
+
+function paceGroup(method: string, url: string): string | undefined {
+  if (url.startsWith('/search/')) return 'search';
+  if (method === 'GET' || method === 'HEAD') return undefined;
+  return method === 'POST' && /\/(issues|comments)$/.test(url) ? 'create' : 'write';
+}
+
+/**
+ * Builds the client: token or GitHub App auth, the configured base URL, and one request hook
+ * for everything between a call and GitHub — pacing (GitHub's advice), the wait a rate limit
+ * asks for when it fits the call's deadline (once), retries of failed idempotent requests
+ * (the core's withRetry: Retry-After honoured), the per-request timeout, and the mapping of
+ * every failure to what the model sees.
+ */
 export function createGitHub(
   config: GitHubConfig,
   logger: Logger,
   version: string,
-  /**
-   * Extra options of the throttling plugin. Production leaves GitHub's recommended pacing
-   * (writes 1/s, issue and comment creation 1 per 3 s, search 1 per 2 s); tests pass faster
-   * Bottleneck groups and a shorter retry-after unit.
-   */
-  throttleOverrides: Record<string, unknown> = {},
+  pacing: GitHubPacing = {},
 ): GitHub {
   const app =
     config.GITHUB_APP_ID !== undefined ||
@@ -111,14 +85,9 @@ export function createGitHub(
       'GITHUB_TOKEN: required (or GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_INSTALLATION_ID for a GitHub App)',
     ]);
   }
-  // A rate-limited request is retried once, and only when the wait fits in the call's deadline.
-  const mayWait = (retryAfter: number, options: unknown, retryCount: number): boolean => {
-    const deadline = (options as { request?: { gatehouseDeadline?: number } }).request
-      ?.gatehouseDeadline;
-    const fits = deadline === undefined || Date.now() + retryAfter * 1000 < deadline - 500;
-    return retryCount < 1 && fits;
-  };
-  const octokit = new GatehouseOctokit({
+  const pacer = new Pacer(pacing.intervals ?? GITHUB_PACING);
+  const secondMs = pacing.secondMs ?? 1_000;
+  const octokit = new Octokit({
     baseUrl: config.GITHUB_API_URL.replace(/\/$/, ''),
     userAgent: `gatehouse-github/${version}`,
     ...(app
@@ -138,56 +107,48 @@ export function createGitHub(
       warn: (message: string) => logger.warn({ octokit: true }, message),
       error: (message: string) => logger.warn({ octokit: true }, message),
     },
-    throttle: {
-      onRateLimit: (
-        retryAfter: number,
-        options: unknown,
-        _octokit: unknown,
-        retryCount: number,
-      ) => {
-        logger.warn({ retryAfter, retryCount }, 'GitHub primary rate limit reached');
-        return mayWait(retryAfter, options, retryCount);
-      },
-      onSecondaryRateLimit: (
-        retryAfter: number,
-        options: unknown,
-        _octokit: unknown,
-        retryCount: number,
-      ) => {
-        logger.warn({ retryAfter, retryCount }, 'GitHub secondary rate limit reached');
-        return mayWait(retryAfter, options, retryCount);
-      },
-      ...throttleOverrides,
-    },
     request: { fetch: timedFetch(config.GITHUB_REQUEST_TIMEOUT_MS) },
   });
-  // A failed idempotent request (5xx, timeout, network) is tried again — at most twice, after
-  // the wait a Retry-After asks for or a jittered backoff, never past the call's deadline;
-  // rate limits are the throttling plugin's. A write runs once unless it opts in.
   octokit.hook.wrap('request', (request, options) => {
     const own = options.request as
       { signal?: AbortSignal; gatehouseDeadline?: number; retries?: number } | undefined;
-    const retryable = IDEMPOTENT.has(options.method) && own?.retries !== 0;
-    return withRetry(
-      async () => {
+    const signal = own?.signal ?? new AbortController().signal;
+    const deadline = own?.gatehouseDeadline;
+    const group = paceGroup(options.method, options.url);
+    let waited = 0;
+    /** One request, paced; a rate limit is waited out once when the wait fits the deadline. */
+    const attempt = async (): Promise<Awaited<ReturnType<typeof request>>> => {
+      for (;;) {
+        if (group !== undefined && !(await pacer.wait(group, signal, deadline))) {
+          throw new UpstreamError({ service: 'GitHub', status: 429, message: 'paced' });
+        }
         try {
           return await request(options);
         } catch (error) {
-          throw githubError(error);
+          const mapped = githubError(error);
+          if (!(mapped instanceof UpstreamError) || mapped.status !== 429) throw mapped;
+          const wait = mapped.retryAfterSeconds;
+          if (wait === undefined || !mayWait(wait, { deadline, waited })) throw mapped;
+          logger.warn({ retryAfter: wait, url: options.url }, `GitHub ${mapped.message} reached`);
+          waited++;
+          await sleep(wait * secondMs, signal);
         }
-      },
-      {
-        idempotent: retryable,
-        signal: own?.signal ?? new AbortController().signal,
-        ...(own?.gatehouseDeadline === undefined ? {} : { deadline: own.gatehouseDeadline }),
-        shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
-        onRetry: (attempt, waitMs, error) =>
-          logger.debug(
-            { attempt, waitMs, err: error, url: options.url },
-            'retrying a GitHub request',
-          ),
-      },
-    );
+      }
+    };
+    // A failed idempotent request (5xx, timeout, network) is tried again — at most twice, after
+    // the wait a Retry-After asks for or a jittered backoff, never past the call's deadline;
+    // rate limits are handled above. A write runs once unless it opts in.
+    return withRetry(attempt, {
+      idempotent: IDEMPOTENT.has(options.method) && own?.retries !== 0,
+      signal,
+      ...(deadline === undefined ? {} : { deadline }),
+      shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
+      onRetry: (n, waitMs, error) =>
+        logger.debug(
+          { attempt: n, waitMs, err: error, url: options.url },
+          'retrying a GitHub request',
+        ),
+    });
   });
   return octokit;
 }
@@ -196,125 +157,62 @@ interface OctokitError {
   status?: number;
   message?: string;
   response?: { headers?: Record<string, string | undefined>; data?: unknown };
-  request?: { url?: string };
 }
 
-function retryAfterOf(headers: Record<string, string | undefined>): number | undefined {
-  const retryAfter = Number(headers['retry-after']);
-  if (Number.isFinite(retryAfter) && retryAfter > 0) return Math.ceil(retryAfter);
-  if (headers['x-ratelimit-remaining'] === '0') {
-    const reset = Number(headers['x-ratelimit-reset']);
-    if (Number.isFinite(reset)) return Math.max(1, Math.ceil(reset - Date.now() / 1000));
-  }
-  return undefined;
-}
-
-function validationDetail(data: unknown): string {
+function validationDetail(data: unknown): string[] {
   const errors = (data as { errors?: Array<Record<string, unknown>> } | undefined)?.errors;
-  if (!Array.isArray(errors) || errors.length === 0) return '';
-  return `: ${errors
-    .slice(0, 5)
-    .map((e) =>
-      typeof e.message === 'string'
-        ? e.message
-        : `${typeof e.field === 'string' ? e.field : '?'} ${typeof e.code === 'string' ? e.code : 'invalid'}${e.value === undefined ? '' : ` (${JSON.stringify(e.value)})`}`,
-    )
-    .join('; ')}`;
+  if (!Array.isArray(errors)) return [];
+  return errors.map((e) =>
+    typeof e.message === 'string'
+      ? e.message
+      : `${typeof e.field === 'string' ? e.field : '?'} ${typeof e.code === 'string' ? e.code : 'invalid'}${e.value === undefined ? '' : ` (${JSON.stringify(e.value)})`}`,
+  );
 }
+
+/** GitHub, as the kit's upstream error mapping needs to know it. */
+export const GITHUB_UPSTREAM: UpstreamProfile = {
+  service: 'GitHub',
+  timeoutVariable: 'GITHUB_REQUEST_TIMEOUT_MS',
+  requestIdHeader: 'x-github-request-id',
+  reset: {
+    remaining: 'x-ratelimit-remaining',
+    reset: 'x-ratelimit-reset',
+    format: 'epoch-seconds',
+  },
+  notFound: 'no such repository, issue or comment, or this server cannot see it',
+  fieldErrors: validationDetail,
+  classify: ({ status, vendorMessage, retryAfter }) => {
+    // GitHub answers a secondary rate limit (and an exhausted quota) with a 403 as well.
+    const limited =
+      status === 429 ||
+      (status === 403 && (retryAfter !== undefined || /rate limit/i.test(vendorMessage ?? '')));
+    if (limited) {
+      const secondary = /secondary/i.test(vendorMessage ?? '');
+      return { status: 429, message: secondary ? 'secondary rate limit' : 'rate limit' };
+    }
+    if (status === 410) return { status, message: 'issues are disabled in this repository' };
+    return undefined;
+  },
+};
+const mapGitHub = createUpstreamErrors(GITHUB_UPSTREAM);
 
 /**
- * The one place an upstream failure becomes what the model sees: not found vs no access vs
- * rate limited (with the wait) vs invalid (with GitHub's field errors) vs GitHub being down.
- * Tokens and request URLs never appear; 5xx detail goes to the log only.
+ * What the model sees of a failed GitHub request (the kit's mapping, told about GitHub's
+ * quirks): not found vs no access vs rate limited (with the wait) vs invalid (with GitHub's
+ * field errors) vs GitHub being down. A call that was cancelled fails with its signal's reason.
  */
 export function githubError(error: unknown, signal?: AbortSignal): unknown {
   if (signal?.aborted === true) return signal.reason as unknown;
   if (error instanceof ToolError || error instanceof UpstreamError) return error;
   const e = error as OctokitError;
-  const status = typeof e.status === 'number' ? e.status : undefined;
-  const headers = e.response?.headers ?? {};
-  const githubMessage =
-    typeof (e.response?.data as { message?: unknown } | undefined)?.message === 'string'
-      ? (e.response!.data as { message: string }).message
-      : undefined;
-  const requestId = headers['x-github-request-id'];
-  const common = {
-    service: 'GitHub',
+  // Octokit reports a request that never got an answer as a 500 without a response.
+  const answered = typeof e.status === 'number' && !(e.status === 500 && e.response === undefined);
+  return mapGitHub({
+    status: answered ? e.status : undefined,
+    headers: e.response?.headers ?? {},
+    data: e.response?.data,
+    message: e.message,
     cause: error,
-    ...(requestId === undefined ? {} : { requestId }),
-  };
-  const timedOut = error instanceof RequestTimeout ? error : (error as { cause?: unknown }).cause;
-  if (timedOut instanceof RequestTimeout) {
-    return new UpstreamError({
-      ...common,
-      status: 504,
-      message: `it did not answer within ${timedOut.ms / 1000} s (GITHUB_REQUEST_TIMEOUT_MS)`,
-      shown: true,
-    });
-  }
-  if (status === undefined || (status === 500 && e.response === undefined)) {
-    if (/timeout|timed out|aborted/i.test(String(e.message))) {
-      return new UpstreamError({
-        ...common,
-        status: 504,
-        message: 'GitHub did not answer in time',
-      });
-    }
-    return new UpstreamError({ ...common, status: 503, message: 'GitHub is unreachable' });
-  }
-  const retryAfterSeconds = retryAfterOf(headers);
-  const limited =
-    status === 429 ||
-    (status === 403 &&
-      (retryAfterSeconds !== undefined || /rate limit/i.test(githubMessage ?? '')));
-  if (limited) {
-    return new UpstreamError({
-      ...common,
-      status: 429,
-      message: /secondary/i.test(githubMessage ?? '') ? 'secondary rate limit' : 'rate limit',
-      ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
-    });
-  }
-  if (status === 401) {
-    return new UpstreamError({
-      ...common,
-      status,
-      message: "GitHub rejected this server's credentials; the operator must renew them",
-    });
-  }
-  if (status === 403) {
-    return new UpstreamError({
-      ...common,
-      status,
-      message: `${githubMessage ?? 'forbidden'} (this server's credentials lack the permission)`,
-    });
-  }
-  if (status === 404) {
-    return new UpstreamError({
-      ...common,
-      status,
-      message: 'no such repository, issue or comment, or this server cannot see it',
-    });
-  }
-  if (status === 410) {
-    return new UpstreamError({
-      ...common,
-      status,
-      message: 'issues are disabled in this repository',
-    });
-  }
-  if (status === 422 || status === 400) {
-    return new UpstreamError({
-      ...common,
-      status,
-      message: `${githubMessage ?? 'invalid request'}${validationDetail(e.response?.data)}`,
-    });
-  }
-  return new UpstreamError({
-    ...common,
-    status,
-    message: githubMessage ?? `status ${status}`,
-    ...(retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
   });
 }
 

@@ -1,3 +1,4 @@
+import { repoName } from './scope.js';
 import { PolicyError, ToolError, neutralizeMarkdown } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import type { GitHub } from './client.js';
@@ -28,7 +29,7 @@ export function allowedRepo(deps: GitHubDeps, text: string): RepoRef {
       code: 'invalid_repo',
     });
   }
-  if (!deps.scope.allows(ref)) {
+  if (!deps.scope.allows(repoName(ref))) {
     throw new PolicyError(
       'repo_allow_list',
       `${ref.owner}/${ref.repo} is not one of this server's repositories (${deps.scope.describe()}).`,
@@ -45,7 +46,7 @@ export function allowedRepo(deps: GitHubDeps, text: string): RepoRef {
  */
 export function inScope(deps: GitHubDeps, issue: GitHubIssue): boolean {
   const ref = parseRepo(repoOf(issue));
-  return ref !== undefined && deps.scope.allows(ref);
+  return ref !== undefined && deps.scope.allows(repoName(ref));
 }
 
 /** The issue the caller asked for, unless it now lives outside the allowed repositories. */
@@ -74,9 +75,4 @@ export function safeMarkdown(deps: GitHubDeps, text: string): string {
 /** The targets a repo argument maps to, for policy and audit (`github:owner/repo`). */
 export function repoTarget(text: string, number?: number): string {
   return number === undefined ? `github:${text}` : `github:${text}#${number}`;
-}
-
-/** The targets of a search over the whole scope. */
-export function scopeTargets(scope: RepoScope): string[] {
-  return [...scope.repos.map((r) => `github:${r}`), ...scope.owners.map((o) => `github:${o}/*`)];
 }

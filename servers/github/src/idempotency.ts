@@ -1,21 +1,17 @@
-import { createHash } from 'node:crypto';
+import { postOnce as kitPostOnce } from '@gatehouse/core/saas';
 import type { CallBounds, GitHub } from './client.js';
 import { call, githubError, requestOptions } from './client.js';
 import type { GitHubIssue } from './format.js';
 import type { RepoRef } from './scope.js';
 
 /**
- * Idempotent creates and comments: the body carries an HTML comment with a key derived from who
- * asked for what (`<!-- gatehouse:3f2a… -->`, invisible when rendered). Before posting, and
- * again when a post fails without an answer (timeout, 5xx, network), the server looks for an
- * issue or comment with that key created in the dedupe window and returns it instead of
- * posting twice. Search is not used: its index lags; listing by recency is consistent.
+ * GitHub's part of the kit's idempotent writes (`postOnce` of `@gatehouse/core/saas`): the key
+ * travels as an HTML comment in the body (`<!-- gatehouse:3f2a… -->`, invisible when rendered)
+ * and is found by listing the issues or comments created in the dedupe window. Search is not
+ * used: its index lags; listing by recency is consistent.
  */
 
-/** The key of a write: a hash of the principal and the exact content. */
-export function dedupeKey(parts: Record<string, unknown>): string {
-  return createHash('sha256').update(JSON.stringify(parts)).digest('hex').slice(0, 24);
-}
+export { dedupeKey } from '@gatehouse/core/saas';
 
 export function marker(key: string): string {
   return `<!-- gatehouse:${key} -->`;
@@ -23,12 +19,6 @@ export function marker(key: string): string {
 
 export function withMarker(body: string, key: string): string {
   return `${body}${body === '' ? '' : '\n\n'}${marker(key)}`;
-}
-
-/** Whether a failure leaves it unknown if the write happened (no 4xx answer). */
-export function ambiguous(error: unknown): boolean {
-  const status = (error as { status?: unknown }).status;
-  return typeof status !== 'number' || status >= 500;
 }
 
 function sinceWindow(minutes: number): string {
@@ -82,24 +72,11 @@ export async function findComment(
   return data.find((c) => (c.body ?? '').includes(tag));
 }
 
-/**
- * Posts once: returns what an earlier identical write made (`deduplicated: true`), else posts;
- * when the post fails without an answer, looks again before reporting the failure.
- */
-export async function postOnce<T>(
+/** The kit's content-keyed write, with GitHub's failures as the model sees them. */
+export function postOnce<T>(
   bounds: CallBounds,
   find: () => Promise<T | undefined>,
   post: () => Promise<T>,
 ): Promise<{ value: T; deduplicated: boolean }> {
-  const earlier = await find();
-  if (earlier !== undefined) return { value: earlier, deduplicated: true };
-  try {
-    return { value: await post(), deduplicated: false };
-  } catch (error) {
-    if (!bounds.signal.aborted && ambiguous(error)) {
-      const made = await find().catch(() => undefined);
-      if (made !== undefined) return { value: made, deduplicated: true };
-    }
-    throw githubError(error, bounds.signal);
-  }
+  return kitPostOnce(bounds.signal, find, post, (error) => githubError(error, bounds.signal));
 }

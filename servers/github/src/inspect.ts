@@ -1,5 +1,4 @@
-import { ConfigError } from '@gatehouse/core';
-import type { Logger } from '@gatehouse/core';
+import { CredentialError } from '@gatehouse/core';
 import type { CallBounds, GitHub } from './client.js';
 import { githubError, requestOptions } from './client.js';
 import type { GitHubConfig } from './config.js';
@@ -26,15 +25,14 @@ const BROAD_SCOPES = [
 ];
 
 /**
- * Checks the credentials work and reports what they reach: a rejected token is a configuration
- * error (exit 2); repositories the credentials cannot see, missing push access with write tools
- * on, and over-broad classic scopes are warnings.
+ * Checks the credentials work and reports what they reach (the server's start-up check): a
+ * rejected token is a {@link CredentialError} (exit 2); repositories the credentials cannot see,
+ * missing push access with write tools on, and over-broad classic scopes are warnings.
  */
 export async function inspectAccess(
   github: GitHub,
   config: GitHubConfig,
   scope: RepoScope,
-  logger: Logger,
   writes: boolean,
 ): Promise<AccessReport> {
   const bounds: CallBounds = {
@@ -47,9 +45,10 @@ export async function inspectAccess(
   const rejected = (error: unknown): never => {
     const mapped = githubError(error);
     if ((mapped as { status?: number }).status === 401) {
-      throw new ConfigError([
-        `${config.GITHUB_TOKEN === undefined ? 'GITHUB_APP_PRIVATE_KEY' : 'GITHUB_TOKEN'}: GitHub rejected the credentials (401)`,
-      ]);
+      throw new CredentialError(
+        config.GITHUB_TOKEN === undefined ? 'GITHUB_APP_PRIVATE_KEY' : 'GITHUB_TOKEN',
+        'GitHub rejected the credentials (401)',
+      );
     }
     throw mapped as Error;
   };
@@ -75,7 +74,7 @@ export async function inspectAccess(
     }
   }
   const repos: Array<{ repo: string; visible: boolean; push: boolean }> = [];
-  for (const name of scope.repos) {
+  for (const name of scope.names) {
     const ref = parseRepo(name)!;
     try {
       const { data } = await github.rest.repos.get({
@@ -99,6 +98,5 @@ export async function inspectAccess(
       'write tools are enabled but the credentials cannot push to any configured repository',
     );
   }
-  for (const w of warnings) logger.warn({ identity }, w);
   return { identity, scopes, repos, warnings };
 }

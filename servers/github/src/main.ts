@@ -1,5 +1,5 @@
 import { runServer } from '@gatehouse/core';
 import { GitHubConfigSchema } from './config.js';
-import { SERVICE, startGitHubServer } from './server.js';
+import { SERVICE, createGitHubServer } from './server.js';
 
-await runServer({ schema: GitHubConfigSchema, service: SERVICE, create: startGitHubServer });
+await runServer({ schema: GitHubConfigSchema, service: SERVICE, create: createGitHubServer });

@@ -1,4 +1,4 @@
-import { createAllowList } from '@gatehouse/core';
+import { TargetScope } from '@gatehouse/core/saas';
 import type { GitHubConfig } from './config.js';
 
 /** `owner/repo` split and normalised (GitHub names are case-insensitive). */
@@ -27,54 +27,25 @@ export function parseRepo(text: string): RepoRef | undefined {
   return OWNER_NAME.test(owner) && REPO_NAME.test(repo) ? { owner, repo } : undefined;
 }
 
-/**
- * The repositories this server may touch: GITHUB_REPOS, narrowed by any `github:` patterns of
- * GATEHOUSE_ALLOW_TARGETS. Every tool, resource, prompt and search goes through it.
- */
-export class RepoScope {
-  /** Exact repositories, as configured (`acme/api`). */
-  readonly repos: readonly string[];
-  /** Owners whose every repository is allowed (`acme` for `acme/*`). */
-  readonly owners: readonly string[];
-  private readonly coreAllows: (target: string) => boolean;
+/** The repositories this server may touch: GITHUB_REPOS ∩ the `github:` allow-list patterns. */
+export type RepoScope = TargetScope;
 
-  constructor(config: Pick<GitHubConfig, 'GITHUB_REPOS' | 'GATEHOUSE_ALLOW_TARGETS'>) {
-    const allow = createAllowList(config.GATEHOUSE_ALLOW_TARGETS);
-    this.coreAllows = (target) => allow(target).allow;
-    const repos = config.GITHUB_REPOS.filter((p) => !p.endsWith('/*')).filter((r) =>
-      this.coreAllows(`github:${r}`),
-    );
-    const owners: string[] = [];
-    for (const owner of config.GITHUB_REPOS.filter((p) => p.endsWith('/*')).map((p) =>
-      p.slice(0, -2),
-    )) {
-      if (this.coreAllows(`github:${owner}/*`)) {
-        owners.push(owner);
-        continue;
-      }
-      // The allow-list narrows owner/* to some of its repositories: use those by name.
-      for (const pattern of config.GATEHOUSE_ALLOW_TARGETS) {
-        const ref = pattern.startsWith('github:') ? parseRepo(pattern.slice(7)) : undefined;
-        if (ref !== undefined && ref.owner.toLowerCase() === owner.toLowerCase()) {
-          repos.push(`${ref.owner}/${ref.repo}`);
-        }
-      }
-    }
-    this.repos = [...new Set(repos)];
-    this.owners = owners;
-  }
-
-  /** Whether owner/repo is inside both lists. */
-  allows(ref: RepoRef): boolean {
-    const name = `${ref.owner}/${ref.repo}`.toLowerCase();
-    const configured =
-      this.repos.some((r) => r.toLowerCase() === name) ||
-      this.owners.some((o) => o.toLowerCase() === ref.owner.toLowerCase());
-    return configured && this.coreAllows(`github:${ref.owner}/${ref.repo}`);
-  }
-
-  /** The allowed list in words, for error messages. */
-  describe(): string {
-    return [...this.repos, ...this.owners.map((o) => `${o}/*`)].join(', ');
-  }
+export function repoScope(
+  config: Pick<GitHubConfig, 'GITHUB_REPOS' | 'GATEHOUSE_ALLOW_TARGETS'>,
+): RepoScope {
+  return new TargetScope({
+    kind: 'github',
+    variable: 'GITHUB_REPOS',
+    noun: 'repository',
+    configured: config.GITHUB_REPOS,
+    allowTargets: config.GATEHOUSE_ALLOW_TARGETS,
+    canonical: (name) => {
+      const ref = parseRepo(name);
+      return ref === undefined ? undefined : `${ref.owner}/${ref.repo}`;
+    },
+    caseInsensitive: true,
+  });
 }
+
+/** The `owner/repo` of a reference. */
+export const repoName = (ref: RepoRef): string => `${ref.owner}/${ref.repo}`;

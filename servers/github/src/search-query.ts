@@ -54,7 +54,7 @@ export function buildSearchQuery(scope: RepoScope, filters: SearchFilters, repo?
   if (repo !== undefined) {
     parts.push(`repo:${repo.owner}/${repo.repo}`);
   } else {
-    parts.push(...scope.repos.map((r) => `repo:${r}`), ...scope.owners.map((o) => `user:${o}`));
+    parts.push(...scope.names.map((r) => `repo:${r}`), ...scope.parents.map((o) => `user:${o}`));
   }
   parts.push(`is:${filters.type ?? 'issue'}`);
   if (filters.state !== undefined) parts.push(`is:${filters.state}`);

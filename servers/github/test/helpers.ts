@@ -1,13 +1,14 @@
-import { Writable } from 'node:stream';
-import { createLogger, createRuntime, createServerFactory, loadConfig } from '@gatehouse/core';
+import { loadConfig } from '@gatehouse/core';
+import { createTestHarness } from '@gatehouse/core/testing';
 import type { AuditRecord } from '@gatehouse/audit';
-import { connectInMemory, githubSeed, memoryAudit, startGitHubFake } from '@gatehouse/testkit';
-import type { Connection, Era, GitHubFake, GitHubFakeOptions } from '@gatehouse/testkit';
-// The build the throttling plugin imports, and the server patches (see src/client.ts).
-import Bottleneck from 'bottleneck/light.js';
+import { connectInMemory } from '@gatehouse/testkit';
+import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import type { Connection, Era } from '@gatehouse/testkit';
+import type { GitHubFake, GitHubFakeOptions } from '@gatehouse/testkit/github';
 import { expect } from 'vitest';
-import { validateGitHubResponses } from '@gatehouse/testkit';
+import { validateGitHubResponses } from '@gatehouse/testkit/github';
 import { GitHubConfigSchema } from '../src/config.ts';
+import type { GitHubPacing } from '../src/client.ts';
 import type { GitHubConfig } from '../src/config.ts';
 import { createGitHubServer } from '../src/server.ts';
 
@@ -45,47 +46,21 @@ export async function connectGitHub(
     GITHUB_REPOS: 'acme/api,acme/web',
     ...env,
   });
-  let logText = '';
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logText += chunk.toString();
-        done();
-      },
-    }),
-  });
-  const { audit, records } = memoryAudit({ name: 'github-test', version: '1' });
-  const definition = createGitHubServer(config, {
-    logger,
-    ...(options.productionPacing === true ? {} : { throttle: fastThrottle() }),
-  });
+  const harness = createTestHarness(config);
+  const pacing = options.productionPacing === true ? {} : { pacing: FAST_PACING };
+  const definition = createGitHubServer(config, { logger: harness.logger, ...pacing });
   if (options.verify !== false) await definition.verify();
-  const connection = await connectInMemory(
-    createServerFactory(definition, createRuntime(config, logger, { audit })),
-    { era: options.era ?? 'legacy' },
-  );
-  return { ...connection, config, records, logs: () => logText };
+  const connection = await connectInMemory(harness.factory(definition), {
+    era: options.era ?? 'legacy',
+  });
+  return { ...connection, config, records: harness.records, logs: harness.logs };
 }
-
-let throttleIds = 0;
 
 /**
  * GitHub's pacing (issue creation 1 per 3 s, search 1 per 2 s) would make the suite crawl; the
- * tests keep the throttling plugin — rate-limit detection and retries — with unpaced limiters
- * and a retry-after unit of 10 ms instead of 1 s.
+ * tests keep rate-limit detection and waits, unpaced, with a rate limit's second lasting 10 ms.
  */
-export function fastThrottle(): Record<string, unknown> {
-  const group = () => new Bottleneck.Group({ maxConcurrent: 10, minTime: 0 });
-  return {
-    id: `test-${process.pid}-${throttleIds++}`,
-    global: group(),
-    search: group(),
-    write: group(),
-    notifications: group(),
-    retryAfterBaseValue: 10,
-  };
-}
+export const FAST_PACING: GitHubPacing = { intervals: {}, secondMs: 10 };
 
 /** Every response the fake sent validates against GitHub's OpenAPI description. */
 export function expectValidResponses(fake: GitHubFake): void {

@@ -9,7 +9,7 @@ import {
   runOnOldNode,
   spawnServer,
 } from '@gatehouse/testkit';
-import type { GitHubFake } from '@gatehouse/testkit';
+import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN, expectValidResponses, startFake } from './helpers.ts';
 

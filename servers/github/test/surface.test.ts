@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { GitHubFake } from '@gatehouse/testkit';
+import type { GitHubFake } from '@gatehouse/testkit/github';
 import { parseTemplate } from '../src/templates.ts';
 import { connectGitHub, expectValidResponses, startFake } from './helpers.ts';
 import type { GitHubHarness } from './helpers.ts';

@@ -1,15 +1,17 @@
 import { generateKeyPairSync } from 'node:crypto';
-import { createLogger, loadConfig } from '@gatehouse/core';
-import { githubSeed, startGitHubFake } from '@gatehouse/testkit';
-import type { GitHubFake } from '@gatehouse/testkit';
+import { loadConfig } from '@gatehouse/core';
+import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
+import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GitHubConfigSchema } from '../src/config.ts';
-import { startGitHubServer } from '../src/server.ts';
+import type { GitHubConfig } from '../src/config.ts';
+import { createGitHubServer } from '../src/server.ts';
 import {
   TOKEN,
   connectGitHub,
   expectValidResponses,
-  fastThrottle,
+  FAST_PACING,
   startFake,
   text,
 } from './helpers.ts';
@@ -17,6 +19,16 @@ import type { GitHubHarness } from './helpers.ts';
 
 // GitHub's rate limits and failures as the model sees them, the credential check at start,
 // GitHub Enterprise Server paths and GitHub App authentication.
+
+/** The server as runServer starts it: the definition, then the core's start-up check. */
+async function startGitHubServer(
+  config: GitHubConfig,
+  deps: Parameters<typeof createGitHubServer>[1],
+): Promise<ReturnType<typeof createGitHubServer>> {
+  const server = createGitHubServer(config, deps);
+  await checkAtStart(server, deps.logger);
+  return server;
+}
 
 let fake: GitHubFake;
 let h: GitHubHarness;
@@ -38,30 +50,39 @@ const get = (number = 2) =>
   });
 
 describe('rate limits', () => {
-  it('runs the throttling plugin on a Bottleneck whose yields set no timers', async () => {
-    // Bottleneck yields to the event loop with setTimeout(0) several times per job (with the
-    // 1 ms timer floor, 10–15 ms a request); the server's patch yields with setImmediate.
-    // Measured on a request through the production throttling settings (no test limiters): no
-    // timer is set from a yield point. (Bottleneck still starts each job with one timer.)
-    const paced = await connectGitHub(fake, {}, { productionPacing: true });
+  it('paces writes as GitHub advises, and never reads', async () => {
+    // GitHub asks for a second between writes (the production pacing, no test shortcut). The
+    // spy sees every timer the pacer sets: none for a read, one wait for a second write.
+    const paced = await connectGitHub(
+      fake,
+      { GATEHOUSE_ENABLE_WRITES: 'true' },
+      { productionPacing: true },
+    );
     const real = globalThis.setTimeout;
-    const fromYield: string[] = [];
+    const waits: number[] = [];
     const spy = vi
       .spyOn(globalThis, 'setTimeout')
       .mockImplementation((fn: () => void, ms?: number) => {
-        const stack = new Error().stack ?? '';
-        if (stack.includes('yieldLoop')) fromYield.push(stack);
+        if ((new Error().stack ?? '').includes('Pacer.wait')) waits.push(ms ?? 0);
         return real(fn, ms);
       });
+    const label = (labels: string[]) =>
+      paced.client.callTool({
+        name: 'github_update_issue',
+        arguments: { repo: 'acme/api', number: 5, add_labels: labels },
+      });
     try {
-      const result = await paced.client.callTool({
+      const read = await paced.client.callTool({
         name: 'github_get_issue',
         arguments: { repo: 'acme/api', number: 2, comments: false },
       });
-      expect(result.isError).toBeFalsy();
-      // The spy sees the limiter at work (the job timer), so a miss would be seen too.
-      expect(spy.mock.calls.some(() => true)).toBe(true);
-      expect(fromYield).toEqual([]);
+      expect(read.isError).toBeFalsy();
+      expect(waits).toEqual([]);
+      expect((await label(['p1'])).isError).toBeFalsy();
+      expect((await label(['p2'])).isError).toBeFalsy();
+      expect(waits).toHaveLength(1);
+      expect(waits[0]).toBeGreaterThan(0);
+      expect(waits[0]).toBeLessThanOrEqual(1_000);
     } finally {
       spy.mockRestore();
       await paced.close();
@@ -237,7 +258,7 @@ describe('the credential check at start', () => {
       config({ GITHUB_REPOS: 'acme/api,acme/web,acme/gone' }),
       {
         logger,
-        throttle: fastThrottle(),
+        pacing: FAST_PACING,
       },
     );
     const report = await server.verify();

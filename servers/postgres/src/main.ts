@@ -1,5 +1,5 @@
 import { runServer } from '@gatehouse/core';
 import { PostgresConfigSchema } from './config.js';
-import { SERVICE, startPostgresServer } from './server.js';
+import { SERVICE, createPostgresServer } from './server.js';
 
-await runServer({ schema: PostgresConfigSchema, service: SERVICE, create: startPostgresServer });
+await runServer({ schema: PostgresConfigSchema, service: SERVICE, create: createPostgresServer });

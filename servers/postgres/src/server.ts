@@ -1,8 +1,11 @@
-import { ConfigError, createAllowList, defineServer } from '@gatehouse/core';
+import { readFileSync } from 'node:fs';
+import { CredentialError, defineServer } from '@gatehouse/core';
 import type { Logger, ServerDefinition } from '@gatehouse/core';
-import { UpstreamError } from '@gatehouse/core';
+import type { ServerDocs } from '@gatehouse/core/docs';
+import { TargetScope } from '@gatehouse/core/saas';
 import { loadModule } from 'libpg-query';
 import { PostgresDatabase, PrivilegedRoleError, databaseName } from './client.js';
+import { PostgresConfigSchema } from './config.js';
 import type { PostgresConfig } from './config.js';
 import type { PostgresDeps } from './deps.js';
 import { explainSlowQueryPrompt } from './prompts/explain-slow-query.js';
@@ -23,18 +26,20 @@ export const SERVICE = { name: 'gatehouse-postgres', version: '0.1.0' } as const
  * GATEHOUSE_ALLOW_TARGETS (`pg:<database>/<schema>`). Both lists must agree on at least one.
  */
 function effectiveSchemas(config: PostgresConfig, database: string, logger: Logger): string[] {
-  const allowed = createAllowList(config.GATEHOUSE_ALLOW_TARGETS);
-  const kept = config.POSTGRES_SCHEMAS.filter((s) => allowed(`pg:${database}/${s}`).allow);
-  const dropped = config.POSTGRES_SCHEMAS.filter((s) => !kept.includes(s));
-  if (kept.length === 0) {
-    throw new ConfigError([
-      `POSTGRES_SCHEMAS: none of ${config.POSTGRES_SCHEMAS.join(', ')} is inside GATEHOUSE_ALLOW_TARGETS (pg:${database}/<schema>)`,
-    ]);
+  const scope = new TargetScope({
+    kind: 'pg',
+    variable: 'POSTGRES_SCHEMAS',
+    noun: 'schema',
+    configured: config.POSTGRES_SCHEMAS.map((s) => `${database}/${s}`),
+    allowTargets: config.GATEHOUSE_ALLOW_TARGETS,
+  });
+  if (scope.dropped.length > 0) {
+    logger.warn(
+      { dropped: scope.dropped },
+      'schemas outside GATEHOUSE_ALLOW_TARGETS are not exposed',
+    );
   }
-  if (dropped.length > 0) {
-    logger.warn({ dropped }, 'schemas outside GATEHOUSE_ALLOW_TARGETS are not exposed');
-  }
-  return kept;
+  return scope.names.map((n) => n.slice(database.length + 1));
 }
 
 /**
@@ -45,6 +50,11 @@ export function createPostgresServer(
   config: PostgresConfig,
   deps: { logger: Logger },
 ): ServerDefinition & { readonly db: PostgresDatabase; readonly sql: SqlService } {
+  if (!process.execArgv.includes('--liftoff-only')) {
+    deps.logger.info(
+      'node runs without --liftoff-only: the SQL parser may briefly take a few hundred MB more memory when V8 optimises it (see servers/postgres/README.md)',
+    );
+  }
   const database = databaseName(config.POSTGRES_URL);
   const schemas = effectiveSchemas(config, database, deps.logger);
   const db = new PostgresDatabase(config, deps.logger, schemas);
@@ -73,6 +83,27 @@ export function createPostgresServer(
       explainSlowQueryPrompt(shared),
     ],
     ready: () => db.ready(),
+    // Layer 1 at start: a role that can write stops the start (exit 2) unless
+    // POSTGRES_ALLOW_PRIVILEGED_ROLE is set; an unreachable database starts the server unready
+    // (the role is then checked before the first query, and by /readyz).
+    startup: {
+      upstream: 'PostgreSQL',
+      check: async () => {
+        // The SQL parser's WebAssembly compiles while the role check waits on the database.
+        const [report] = await Promise.all([db.verify(), loadModule()]).catch((error: unknown) => {
+          throw error instanceof PrivilegedRoleError
+            ? new CredentialError('POSTGRES_URL', error.message)
+            : error;
+        });
+        return {
+          message:
+            report.findings.length === 0
+              ? 'the PostgreSQL role is read-only'
+              : 'the PostgreSQL role can write (allowed by POSTGRES_ALLOW_PRIVILEGED_ROLE)',
+          details: { role: report.role, database: report.database, schemas: db.schemas },
+        };
+      },
+    },
     close: () => db.close(),
     onStart: (host) =>
       db.onOverride((report) =>
@@ -87,46 +118,16 @@ export function createPostgresServer(
   return Object.assign(definition, { db, sql: shared.sql });
 }
 
-/**
- * `createPostgresServer` plus the startup role check (layer 1): a role that can write stops the
- * start (exit code 2) unless POSTGRES_ALLOW_PRIVILEGED_ROLE is set. An unreachable database does
- * not: the server starts unready and checks the role before its first query.
- */
-export async function startPostgresServer(
-  config: PostgresConfig,
-  deps: { logger: Logger },
-): Promise<ReturnType<typeof createPostgresServer>> {
-  const definition = createPostgresServer(config, deps);
-  if (!process.execArgv.includes('--liftoff-only')) {
-    deps.logger.info(
-      'node runs without --liftoff-only: the SQL parser may briefly take a few hundred MB more memory when V8 optimises it (see servers/postgres/README.md)',
-    );
-  }
-  try {
-    // The SQL parser's WebAssembly compiles while the role check waits on the database.
-    const [report] = await Promise.all([definition.db.verify(), loadModule()]);
-    deps.logger.info(
-      { role: report.role, database: report.database, schemas: definition.db.schemas },
-      report.findings.length === 0
-        ? 'the PostgreSQL role is read-only'
-        : 'the PostgreSQL role can write (allowed by POSTGRES_ALLOW_PRIVILEGED_ROLE)',
-    );
-  } catch (error) {
-    if (error instanceof PrivilegedRoleError) {
-      await definition.db.close();
-      throw new ConfigError([`POSTGRES_URL: ${error.message}`]);
-    }
-    if (!(error instanceof UpstreamError)) {
-      await definition.db.close();
-      throw error;
-    }
-    deps.logger.warn(
-      { err: error.cause },
-      'PostgreSQL is unreachable; starting unready, the role is checked before the first query',
-    );
-  }
-  return definition;
-}
+/** For generated docs: a representative configuration (nothing connects). */
+export const docs: ServerDocs = {
+  id: 'postgres',
+  schema: PostgresConfigSchema,
+  exampleEnv: { POSTGRES_URL: 'postgres://gatehouse_ro@db.internal:5432/company' },
+  create: createPostgresServer,
+  regions: () => ({
+    'postgres-role-sql': `\`\`\`sql\n${readFileSync(new URL('../demo/readonly-role.sql', import.meta.url), 'utf8').trimEnd()}\n\`\`\``,
+  }),
+};
 
 export { PostgresConfigSchema } from './config.js';
 export type { PostgresConfig } from './config.js';

@@ -1,4 +1,5 @@
-import { createLogger, loadConfig } from '@gatehouse/core';
+import { loadConfig } from '@gatehouse/core';
+import { createLogger } from '@gatehouse/core/runtime';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresDatabase } from '../src/client.ts';

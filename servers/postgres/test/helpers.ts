@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { Writable } from 'node:stream';
-import { createLogger, createRuntime, createServerFactory, loadConfig } from '@gatehouse/core';
+import { loadConfig } from '@gatehouse/core';
+import { createTestHarness } from '@gatehouse/core/testing';
 import type { Logger } from '@gatehouse/core';
 import type { AuditRecord } from '@gatehouse/audit';
-import { connectInMemory, memoryAudit } from '@gatehouse/testkit';
+import { connectInMemory } from '@gatehouse/testkit';
 import type { Connection, Era } from '@gatehouse/testkit';
 import { freshDatabase } from '@gatehouse/testkit/postgres';
 import type { TestDatabase } from '@gatehouse/testkit/postgres';
@@ -138,30 +138,20 @@ export async function connectPostgres(
     GATEHOUSE_RATE_READ_PER_MIN: '100000',
     ...env,
   });
-  let logText = '';
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        logText += chunk.toString();
-        done();
-      },
-    }),
-  });
-  const { audit, records } = memoryAudit({ name: 'pg-test', version: '1' });
+  const harness = createTestHarness(config);
+  const { logger } = harness;
   const definition = createPostgresServer(config, { logger });
   if (options.verify !== false) await definition.db.verify();
-  const connection = await connectInMemory(
-    createServerFactory(definition, createRuntime(config, logger, { audit })),
-    { era: options.era ?? 'legacy' },
-  );
+  const connection = await connectInMemory(harness.factory(definition), {
+    era: options.era ?? 'legacy',
+  });
   return {
     ...connection,
     config,
-    records,
+    records: harness.records,
     logger,
     definition,
-    logs: () => logText,
+    logs: harness.logs,
     async close() {
       await connection.close();
       await definition.db.close();

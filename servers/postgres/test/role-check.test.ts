@@ -4,13 +4,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main as auditMain } from '@gatehouse/audit';
-import { createLogger, loadConfig } from '@gatehouse/core';
+import { loadConfig } from '@gatehouse/core';
+import type { Logger } from '@gatehouse/core';
+import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
 import { spawnServer } from '@gatehouse/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { checkRole } from '../src/role-check.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
-import { startPostgresServer } from '../src/server.ts';
+import type { PostgresConfig } from '../src/config.ts';
+import { createPostgresServer } from '../src/server.ts';
 import { companyDatabase } from './helpers.ts';
 import type { CompanyDatabase } from './helpers.ts';
 
@@ -46,6 +49,16 @@ async function findings(url: string) {
   } finally {
     await client.end();
   }
+}
+
+/** The server as runServer starts it: the definition, then the core's start-up check. */
+async function startPostgresServer(
+  config: PostgresConfig,
+  deps: { logger: Logger },
+): Promise<ReturnType<typeof createPostgresServer>> {
+  const server = createPostgresServer(config, deps);
+  await checkAtStart(server, deps.logger);
+  return server;
 }
 
 describe('the role check', () => {

@@ -3,5 +3,5 @@ import type { GitHubDeps } from '../deps.js';
 
 /** Completes a repo argument from the allow-list. */
 export function repoCompleter(deps: GitHubDeps): Completer {
-  return (value) => deps.scope.repos.filter((r) => r.toLowerCase().startsWith(value.toLowerCase()));
+  return (value) => deps.scope.names.filter((r) => r.toLowerCase().startsWith(value.toLowerCase()));
 }

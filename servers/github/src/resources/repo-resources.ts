@@ -1,3 +1,4 @@
+import { repoName } from '../scope.js';
 import { defineResource } from '@gatehouse/core';
 import type { RequestContext } from '@gatehouse/core';
 import { call, requestOptions } from '../client.js';
@@ -79,7 +80,7 @@ export function repoResources(deps: GitHubDeps) {
       mimeType: 'application/json',
       list: () =>
         Promise.resolve(
-          scope.repos.map((name) => ({
+          scope.names.map((name) => ({
             uri: `github://${name}/${kind}`,
             name: `${name} ${kind}`,
             title: `${r.title} of ${name}`,
@@ -88,11 +89,11 @@ export function repoResources(deps: GitHubDeps) {
         ),
       complete: {
         owner: (value) =>
-          [...new Set([...scope.repos.map((n) => n.split('/')[0]!), ...scope.owners])].filter((o) =>
-            o.toLowerCase().startsWith(value.toLowerCase()),
+          [...new Set([...scope.names.map((n) => n.split('/')[0]!), ...scope.parents])].filter(
+            (o) => o.toLowerCase().startsWith(value.toLowerCase()),
           ),
         repo: (value, { arguments: args }) =>
-          scope.repos
+          scope.names
             .filter(
               (n) =>
                 args.owner === undefined ||
@@ -104,7 +105,7 @@ export function repoResources(deps: GitHubDeps) {
       target: (v) => `github:${v.owner ?? ''}/${v.repo ?? ''}`,
       read: async (_uri, variables, ctx) => {
         const ref = parseRepo(`${variables.owner ?? ''}/${variables.repo ?? ''}`);
-        if (ref === undefined || !scope.allows(ref)) return undefined;
+        if (ref === undefined || !scope.allows(repoName(ref))) return undefined;
         const body = await r.read(deps, ctx, ref);
         return { text: JSON.stringify(body, null, 1), mimeType: 'application/json' };
       },

@@ -40,8 +40,12 @@ export function createIssueTool(deps: GitHubDeps) {
       repo: RepoArg,
       title: z.string().trim().min(1).max(256).describe('A short, specific title.'),
       body: z.string().max(60_000).optional().describe('Markdown body.'),
-      labels: z.array(z.string().min(1).max(50)).max(20).optional(),
-      assignees: z.array(LoginArg).max(10).optional(),
+      labels: z
+        .array(z.string().min(1).max(50))
+        .max(20)
+        .optional()
+        .describe('Labels to set (existing labels of the repository).'),
+      assignees: z.array(LoginArg).max(10).optional().describe('GitHub logins to assign.'),
       milestone: z.number().int().positive().optional().describe('Milestone number.'),
       template: z
         .string()

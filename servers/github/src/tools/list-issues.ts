@@ -54,8 +54,11 @@ export function listIssuesTool(deps: GitHubDeps) {
         .datetime()
         .optional()
         .describe('Only issues updated at or after this time (ISO 8601).'),
-      sort: z.enum(['created', 'updated', 'comments']).optional(),
-      direction: z.enum(['asc', 'desc']).optional(),
+      sort: z
+        .enum(['created', 'updated', 'comments'])
+        .optional()
+        .describe('Order by creation (default), last update or number of comments.'),
+      direction: z.enum(['asc', 'desc']).optional().describe('Sort direction; default desc.'),
       per_page: PerPageArg.describe(
         `Issues per page (default ${config.GITHUB_PAGE_SIZE}, at most 100).`,
       ),

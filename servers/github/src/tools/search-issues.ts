@@ -2,7 +2,7 @@ import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo, repoTarget, scopeTargets } from '../deps.js';
+import { allowedRepo, repoTarget } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
 import {
   IssueViewSchema,
@@ -40,7 +40,7 @@ export function searchIssuesTool(deps: GitHubDeps) {
       repo: RepoArg.optional().describe(
         'Only this repository (owner/repo); default all allowed ones.',
       ),
-      state: z.enum(['open', 'closed']).optional(),
+      state: z.enum(['open', 'closed']).optional().describe('open or closed; default both.'),
       type: z.enum(['issue', 'pr']).optional().describe('issue (default) or pr.'),
       labels: z
         .array(z.string().min(1).max(50))
@@ -52,19 +52,19 @@ export function searchIssuesTool(deps: GitHubDeps) {
         .max(10)
         .optional()
         .describe('None of these labels.'),
-      author: LoginArg.optional(),
-      assignee: LoginArg.optional(),
-      mentions: LoginArg.optional(),
+      author: LoginArg.optional().describe('Opened by this GitHub login.'),
+      assignee: LoginArg.optional().describe('Assigned to this GitHub login.'),
+      mentions: LoginArg.optional().describe('Mentioning this GitHub login.'),
       milestone: z.string().min(1).max(100).optional().describe('Milestone title.'),
       no: z
         .array(z.enum(['label', 'assignee', 'milestone']))
         .max(3)
         .optional()
         .describe('Issues without a label, assignee or milestone.'),
-      created_after: DateArg.optional(),
-      updated_after: DateArg.optional(),
+      created_after: DateArg.optional().describe('Created on or after this date (YYYY-MM-DD).'),
+      updated_after: DateArg.optional().describe('Updated on or after this date (YYYY-MM-DD).'),
       sort: z.enum(['created', 'updated', 'comments']).optional().describe('Default: best match.'),
-      order: z.enum(['asc', 'desc']).optional(),
+      order: z.enum(['asc', 'desc']).optional().describe('Sort order with sort; default desc.'),
       per_page: PerPageArg.describe(
         `Results per page (default ${config.GITHUB_PAGE_SIZE}, at most 100).`,
       ),
@@ -78,7 +78,7 @@ export function searchIssuesTool(deps: GitHubDeps) {
       next_cursor: z.string().optional(),
       outside_scope_dropped: z.number().int().describe('Results from other repositories, removed'),
     }),
-    target: (args) => (args.repo === undefined ? scopeTargets(scope) : repoTarget(args.repo)),
+    target: (args) => (args.repo === undefined ? scope.targets() : repoTarget(args.repo)),
     async handler(args, ctx) {
       const repo = args.repo === undefined ? undefined : allowedRepo(deps, args.repo);
       const q = buildSearchQuery(scope, args, repo);

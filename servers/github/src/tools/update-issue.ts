@@ -25,10 +25,10 @@ export function updateIssueTool(deps: GitHubDeps) {
     auditArgs: 'redacted',
     input: z.strictObject({
       repo: RepoArg,
-      number: z.number().int().positive(),
-      title: z.string().trim().min(1).max(256).optional(),
+      number: z.number().int().positive().describe('The issue number.'),
+      title: z.string().trim().min(1).max(256).optional().describe('The new title.'),
       body: z.string().max(60_000).optional().describe('Replaces the whole body.'),
-      state: z.enum(['open', 'closed']).optional(),
+      state: z.enum(['open', 'closed']).optional().describe('Close or reopen the issue.'),
       state_reason: z
         .enum(['completed', 'not_planned', 'duplicate', 'reopened'])
         .optional()
@@ -38,8 +38,16 @@ export function updateIssueTool(deps: GitHubDeps) {
         .max(20)
         .optional()
         .describe('Replaces all labels.'),
-      add_labels: z.array(z.string().min(1).max(50)).max(20).optional(),
-      remove_labels: z.array(z.string().min(1).max(50)).max(20).optional(),
+      add_labels: z
+        .array(z.string().min(1).max(50))
+        .max(20)
+        .optional()
+        .describe('Labels to add, keeping the others.'),
+      remove_labels: z
+        .array(z.string().min(1).max(50))
+        .max(20)
+        .optional()
+        .describe('Labels to remove, keeping the others.'),
       assignees: z.array(LoginArg).max(10).optional().describe('Replaces all assignees.'),
       milestone: z
         .union([z.number().int().positive(), z.null()])

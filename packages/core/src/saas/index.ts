@@ -1,0 +1,14 @@
+/**
+ * `@gatehouse/core/saas`: what every server in front of a SaaS API needs, written once —
+ * upstream error mapping, rate-limit waits and pacing, a per-request timeout that fires,
+ * idempotent writes, the target scope. See docs/adding-a-server.md.
+ */
+export { ambiguous, dedupeKey, postOnce } from './post-once.js';
+export { Pacer, mayWait, retryAfterSeconds, sleep } from './rate-limits.js';
+export type { ResetHeaders, WaitRule } from './rate-limits.js';
+export { TargetScope } from './target-scope.js';
+export type { TargetScopeOptions } from './target-scope.js';
+export { RequestTimeoutError, timedFetch } from './timed-fetch.js';
+export { createUpstreamErrors } from './upstream-errors.js';
+export type { UpstreamFailure, UpstreamProfile } from './upstream-errors.js';
+export { writesEnabled } from './writes.js';
