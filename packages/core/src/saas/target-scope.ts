@@ -41,9 +41,12 @@ export class TargetScope {
 
   constructor(options: TargetScopeOptions) {
     this.kind = options.kind;
-    const allow = createAllowList(options.allowTargets);
-    this.#allowed = (target) => allow(target).allow;
     this.#fold = options.caseInsensitive === true ? (n) => n.toLowerCase() : (n) => n;
+    // Names the vendor compares case-insensitively are matched against the allow-list so too.
+    const allow = createAllowList(
+      options.allowTargets.map((p) => (p.startsWith(`${this.kind}:`) ? this.#fold(p) : p)),
+    );
+    this.#allowed = (target) => allow(this.#fold(target)).allow;
     this.#canonical = options.canonical ?? ((n) => n);
     const names: string[] = [];
     const parents: string[] = [];

@@ -1,0 +1,116 @@
+import { Writable } from 'node:stream';
+import { ConfigError, CredentialError, UpstreamError, defineServer } from '@gatehouse/core';
+import type { StartupReport } from '@gatehouse/core';
+import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
+import { describe, expect, it } from 'vitest';
+
+// The start-up check: the server says what to check, the core decides what happens.
+
+function capture() {
+  let text = '';
+  const logger = createLogger({
+    level: 'debug',
+    destination: new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        text += chunk.toString();
+        done();
+      },
+    }),
+  });
+  return { logger, logs: () => text };
+}
+
+const definition = (check: () => Promise<StartupReport>, extra: { recheckMs?: number } = {}) => {
+  let closed = 0;
+  return {
+    closed: () => closed,
+    definition: defineServer({
+      name: 'gatehouse-acme',
+      version: '1',
+      tools: [],
+      startup: { upstream: 'Acme', check, ...extra },
+      ready: async () => ({ ready: true }),
+      close: async () => {
+        closed++;
+      },
+    }),
+  };
+};
+const down = () =>
+  new UpstreamError({ service: 'Acme', status: 503, message: 'Acme is unreachable' });
+
+describe('checkAtStart', () => {
+  it('logs what passed and each warning, then serves with the server’s own readiness', async () => {
+    const { logger, logs } = capture();
+    const { definition: d } = definition(async () => ({
+      message: 'Acme access checked',
+      details: { identity: 'bot' },
+      warnings: ['the token may also delete projects; use a narrower one'],
+    }));
+    const ready = await checkAtStart(d, logger);
+    expect(await ready()).toEqual({ ready: true });
+    expect(logs()).toContain('"identity":"bot","msg":"Acme access checked"');
+    expect(logs()).toMatch(/"level":"warn".*the token may also delete projects/);
+  });
+
+  it('refuses the start for rejected credentials, naming the variable, and closes', async () => {
+    const { logger } = capture();
+    const { definition: d, closed } = definition(async () => {
+      throw new CredentialError('ACME_TOKEN', 'Acme rejected the credentials (401)');
+    });
+    const refused = checkAtStart(d, logger);
+    await expect(refused).rejects.toBeInstanceOf(ConfigError);
+    await expect(refused).rejects.toMatchObject({
+      problems: ['ACME_TOKEN: Acme rejected the credentials (401)'],
+    });
+    expect(closed()).toBe(1);
+  });
+
+  it('starts unready when the upstream is down, and checks again until it passes', async () => {
+    const { logger, logs } = capture();
+    let up = false;
+    let checks = 0;
+    const { definition: d } = definition(
+      async () => {
+        checks++;
+        if (!up) throw down();
+        return { message: 'Acme access checked' };
+      },
+      { recheckMs: 0 },
+    );
+    const ready = await checkAtStart(d, logger);
+    expect(logs()).toContain('Acme is unreachable; starting unready');
+    expect(await ready()).toEqual({ ready: false, detail: 'Acme is unreachable' });
+    up = true;
+    expect(await ready()).toEqual({ ready: true });
+    const after = checks;
+    // Once passed, readiness is the server's own: the check does not run again.
+    expect(await ready()).toEqual({ ready: true });
+    expect(checks).toBe(after);
+  });
+
+  it('re-checks at most every recheckMs while the upstream is down', async () => {
+    const { logger } = capture();
+    let checks = 0;
+    const { definition: d } = definition(
+      async () => {
+        checks++;
+        throw down();
+      },
+      { recheckMs: 60_000 },
+    );
+    const ready = await checkAtStart(d, logger);
+    await ready();
+    await ready();
+    expect(checks).toBe(1);
+  });
+
+  it('any other failure stops the start as it is', async () => {
+    const { logger } = capture();
+    const { definition: d, closed } = definition(async () => {
+      throw new TypeError('bug in the check');
+    });
+    await expect(checkAtStart(d, logger)).rejects.toThrow('bug in the check');
+    expect(closed()).toBe(1);
+  });
+});
