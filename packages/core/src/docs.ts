@@ -7,6 +7,8 @@ import type * as z from 'zod';
 import type { ServerDefinition, ToolDefinition } from './define.js';
 import type { Logger } from './logger.js';
 import { prepareServer } from './pipeline/prepare.js';
+import { loadConfig } from './config.js';
+import { createLogger } from './logger.js';
 
 export { configTable, describeConfig } from './config.js';
 export type { ConfigVariable } from './config.js';
@@ -89,4 +91,19 @@ export function toolTable(tools: readonly ToolDefinition[]): string {
         `| \`${t.name}\` — ${t.title}${t.access === 'write' ? ' (write: off unless enabled; takes `dry_run`)' : ''} | ${cell(t.description)} | ${cell(args(t))} |`,
     ),
   ].join('\n');
+}
+
+/**
+ * The surface snapshot of a server package, as committed (`test/__toolsnaps__/surface.json`):
+ * its definition built from the `docs` example configuration, nothing sent anywhere.
+ */
+export async function surfaceSnapshotOf(docs: ServerDocs): Promise<string> {
+  const definition = docs.create(loadConfig(docs.schema, docs.exampleEnv) as never, {
+    logger: createLogger({ level: 'silent' }),
+  });
+  try {
+    return `${JSON.stringify(surfaceSnapshot(definition), null, 2)}\n`;
+  } finally {
+    await definition.close?.();
+  }
 }

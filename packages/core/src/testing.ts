@@ -31,10 +31,8 @@ export interface TestHarness {
   ) => McpServerFactory;
 }
 
-export function createTestHarness(
-  config: BaseConfig,
-  service = { name: 'test', version: '1' },
-): TestHarness {
+/** A debug-level logger whose lines are kept in memory. */
+export function captureLogger(): { readonly logger: Logger; readonly logs: () => string } {
   let text = '';
   const logger = createLogger({
     level: 'debug',
@@ -45,11 +43,19 @@ export function createTestHarness(
       },
     }),
   });
+  return { logger, logs: () => text };
+}
+
+export function createTestHarness(
+  config: BaseConfig,
+  service = { name: 'test', version: '1' },
+): TestHarness {
+  const { logger, logs } = captureLogger();
   const { audit, records } = memoryAudit(service);
   return {
     logger,
     records,
-    logs: () => text,
+    logs,
     factory: (definition, overrides = {}) =>
       createServerFactory(definition, {
         ...createRuntime(config, logger, { audit }),

@@ -1,24 +1,12 @@
-import { Writable } from 'node:stream';
 import { ConfigError, CredentialError, UpstreamError, defineServer } from '@gatehouse/core';
 import type { StartupReport } from '@gatehouse/core';
-import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
+import { checkAtStart } from '@gatehouse/core/runtime';
+import { captureLogger } from '@gatehouse/core/testing';
 import { describe, expect, it } from 'vitest';
 
 // The start-up check: the server says what to check, the core decides what happens.
 
-function capture() {
-  let text = '';
-  const logger = createLogger({
-    level: 'debug',
-    destination: new Writable({
-      write(chunk: Buffer, _encoding, done) {
-        text += chunk.toString();
-        done();
-      },
-    }),
-  });
-  return { logger, logs: () => text };
-}
+const capture = captureLogger;
 
 const definition = (check: () => Promise<StartupReport>, extra: { recheckMs?: number } = {}) => {
   let closed = 0;

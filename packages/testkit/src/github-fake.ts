@@ -1,15 +1,9 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { createHash, createPublicKey, randomBytes } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import { HttpFake, linkPages, readJson } from './http-fake.js';
-import type {
-  FakeFailure,
-  FakeMeta,
-  FakeResponse,
-  RouteContext,
-  RouteHandler,
-} from './http-fake.js';
+import type { FakeFailure, FakeResponse, RouteContext, RouteHandler } from './http-fake.js';
 
 export type { FakeResponse } from './http-fake.js';
 
@@ -425,21 +419,6 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     };
   };
 
-  const send = (
-    res: ServerResponse,
-    meta: FakeMeta,
-    status: number,
-    body: unknown,
-    headers: Record<string, string> = {},
-  ): void => http.send(res, meta, status, body, headers);
-  const error = (
-    res: ServerResponse,
-    meta: FakeMeta,
-    status: number,
-    message: string,
-    extra: Record<string, unknown> = {},
-    headers: Record<string, string> = {},
-  ) => http.error(res, meta, status, message, extra, headers);
   /** Slices a list by page/per_page and builds GitHub's Link header. */
   const paginate = <T>(url: URL, items: T[]) => linkPages(url, base, items, { pathPrefix: prefix });
   const readBody = readJson;
@@ -499,6 +478,8 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     // `{path}` (contents) spans slashes; every other parameter is one segment.
     multiSegment: ['path'],
   });
+  const send = http.send.bind(http);
+  const error = http.error.bind(http);
 
   const route = (method: string, path: string, handle: RouteHandler<Caller>): void =>
     http.route(method, path, handle);

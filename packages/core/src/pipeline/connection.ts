@@ -18,6 +18,8 @@ import type { Principal } from '../principal.js';
 import { frameUntrusted } from '../sanitize.js';
 import { buildAuditRecord } from './audit-record.js';
 import type { Action, RecordCaller, RecordOutcome, RecordSubject } from './audit-record.js';
+import { classifyFailure } from './failures.js';
+import type { Failure } from './failures.js';
 import type { PreparedServer, PreparedTool } from './prepare.js';
 import type { Runtime } from './runtime.js';
 
@@ -132,6 +134,28 @@ export class Attempt implements RecordSubject {
     readonly name: string,
     readonly args?: unknown,
   ) {}
+
+  /**
+   * Ends the attempt with a failure, classified by the one table (failures.ts): the record gets
+   * the reason, the error, a denial's decision and (tools/call) the tool error. Returns the
+   * classification: `toolResult` to answer a tool call with, `protocolError` for the others.
+   */
+  fail(error: unknown, outcome: RecordOutcome = {}): Failure {
+    const { eventId, action: method, name } = this;
+    const failure = classifyFailure(error, {
+      method,
+      name,
+      eventId,
+      logger: this.connection.runtime.logger,
+    });
+    this.finish(failure.reason, {
+      ...outcome,
+      error,
+      ...(failure.decision === undefined ? {} : { decision: failure.decision }),
+      ...(failure.toolResult === undefined ? {} : { result: failure.toolResult }),
+    });
+    return failure;
+  }
 
   /** Writes the attempt's audit record. A failing sink is logged; the sinks track it. */
   finish(reason: OutcomeReason, outcome: RecordOutcome = {}): void {

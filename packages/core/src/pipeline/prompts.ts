@@ -10,7 +10,7 @@ import { paginate } from '../pagination.js';
 import { sanitizeDeep } from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import type { Connection } from './connection.js';
-import { classifyFailure, unknownName } from './failures.js';
+import { unknownName } from './failures.js';
 import { releaseAfterResponse, withDeadline } from './lifetime.js';
 
 export function registerPrompts(connection: Connection, pageSize: number): void {
@@ -66,17 +66,7 @@ export function registerPrompts(connection: Connection, pageSize: number): void 
       attempt.finish('ok', { flags, result: body });
       return body;
     } catch (error) {
-      const failure = classifyFailure(error, {
-        method: 'prompts/get',
-        name,
-        eventId,
-        logger: runtime.logger,
-      });
-      attempt.finish(failure.reason, {
-        error,
-        ...(failure.decision === undefined ? {} : { decision: failure.decision }),
-      });
-      throw failure.protocolError;
+      throw attempt.fail(error).protocolError;
     } finally {
       releaseAfterResponse(done);
     }

@@ -15,7 +15,6 @@ import { paginate } from '../pagination.js';
 import { sanitizeDeep, sanitizeText } from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import type { Connection } from './connection.js';
-import { classifyFailure } from './failures.js';
 import { releaseAfterResponse, withDeadline } from './lifetime.js';
 import { findResource, flatVariables, normalizeUri } from './prepare.js';
 import { shapeResourceContents } from './results.js';
@@ -129,18 +128,7 @@ export function registerResources(connection: Connection, pageSize: number): voi
       return { contents };
     } catch (error) {
       if (error instanceof ResourceNotFoundError) throw error;
-      const failure = classifyFailure(error, {
-        method: 'resources/read',
-        name: uri,
-        eventId,
-        logger: runtime.logger,
-      });
-      attempt.finish(failure.reason, {
-        target,
-        error,
-        ...(failure.decision === undefined ? {} : { decision: failure.decision }),
-      });
-      throw failure.protocolError;
+      throw attempt.fail(error, { target }).protocolError;
     } finally {
       releaseAfterResponse(done);
     }

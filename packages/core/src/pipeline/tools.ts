@@ -13,7 +13,7 @@ import { sanitizeDeep, sanitizeText } from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import { confirmWrite } from './confirm.js';
 import type { Attempt, Connection } from './connection.js';
-import { classifyFailure, toolErrorResult, unknownName } from './failures.js';
+import { toolErrorResult, unknownName } from './failures.js';
 import { releaseAfterResponse, withDeadline } from './lifetime.js';
 import type { PreparedTool } from './prepare.js';
 import { shapeToolResult } from './results.js';
@@ -84,11 +84,7 @@ export function registerTools(connection: Connection, pageSize: number): void {
         ? server.projectCallToolResult(shaped.result, prepared.listing.outputSchema)
         : shaped.result;
     } catch (error) {
-      const { eventId } = attempt;
-      const failure = classifyFailure(error, { method: 'tools/call', name, eventId, logger });
-      const { reason, toolResult } = failure;
-      const recorded = failure.decision ?? decision;
-      attempt.finish(reason, { target, decision: recorded, flags, error, result: toolResult });
+      const { toolResult } = attempt.fail(error, { target, decision, flags });
       if (toolResult === undefined) throw error;
       return toolResult;
     } finally {
