@@ -3,7 +3,7 @@
  * table of a schema, and the surface a model is told about (every tool's listing, resource,
  * template and prompt), exactly as `tools/list` & co. send it.
  */
-import type * as z from 'zod';
+import * as z from 'zod';
 import type { ServerDefinition, ToolDefinition } from './define.js';
 import type { Logger } from './logger.js';
 import { prepareServer } from './pipeline/prepare.js';
@@ -76,13 +76,19 @@ export interface ServerDocs {
 /** A tool table from tool definitions: name, title, access, description, arguments. */
 export function toolTable(tools: readonly ToolDefinition[]): string {
   const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\n/g, ' ');
-  const args = (tool: ToolDefinition) =>
-    Object.entries(tool.input.shape as Record<string, z.ZodType>)
+  // What the model reads: the input JSON schema (descriptions of wrapped fields included).
+  const args = (tool: ToolDefinition) => {
+    const schema = z.toJSONSchema(tool.input, { io: 'input' }) as {
+      properties?: Record<string, { description?: string }>;
+      required?: string[];
+    };
+    return Object.entries(schema.properties ?? {})
       .map(
-        ([name, field]) =>
-          `\`${name}\`${field.safeParse(undefined).success ? '' : ' (required)'}: ${field.description ?? ''}`,
+        ([name, property]) =>
+          `\`${name}\`${(schema.required ?? []).includes(name) ? ' (required)' : ''}: ${property.description ?? ''}`,
       )
       .join('<br>');
+  };
   return [
     '| tool | what the model reads | arguments |',
     '|---|---|---|',

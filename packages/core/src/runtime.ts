@@ -44,7 +44,7 @@ export { createRuntime } from './run.js';
 export { checkAtStart } from './startup.js';
 export type { Readiness } from './startup.js';
 export { frameUntrusted, truncateText } from './sanitize.js';
-export { MIN_SECRET_LENGTH, registerSecretValues, scrubSecrets } from './secrets.js';
+export { MIN_SECRET_LENGTH, registerSecretValues, scrubSecrets, secretKinds } from './secrets.js';
 export {
   CancelledError,
   DeadlineExceededError,

@@ -123,3 +123,19 @@ export function scrubSecrets(text: string): { text: string; kinds: string[] } {
   }
   return { text: out, kinds };
 }
+
+/**
+ * The kinds of secret any string inside `value` carries (object keys included), for refusing
+ * an outgoing write that would carry one: `configured` for a configured secret's value, else
+ * the format (`github-token`, `jwt`, …). Empty when there is none.
+ */
+export function secretKinds(value: unknown, depth = 0): string[] {
+  if (typeof value === 'string') return scrubSecrets(value).kinds;
+  if (depth > 32 || typeof value !== 'object' || value === null) return [];
+  const found = new Set<string>();
+  for (const [key, item] of Array.isArray(value) ? value.entries() : Object.entries(value)) {
+    if (typeof key === 'string') for (const k of scrubSecrets(key).kinds) found.add(k);
+    for (const k of secretKinds(item, depth + 1)) found.add(k);
+  }
+  return [...found];
+}

@@ -63,7 +63,10 @@ describe('the audit record of a call', () => {
     await client.callTool({ name: 'demo_post', arguments: { message } });
     const record = records.find((r) => r.event.action === 'tools/call')!;
     expect(record.tool).toMatchObject({ name: 'demo_post', access: 'write', read_only: false });
-    expect(record.event.type).toEqual(['change']);
+    // A write carrying a token is refused before it runs (outgoing_secret); its record still
+    // keeps the redacted arguments as evidence.
+    expect(record.event.type).toEqual(['change', 'denied']);
+    expect(record.policy).toEqual({ decision: 'deny', rule: 'outgoing_secret' });
     const redacted = (record.args!.redacted as { message: string }).message;
     expect(redacted).toContain('[REDACTED:slack-token]');
     expect(redacted).not.toContain('xoxb-');

@@ -559,3 +559,60 @@ describe('withRetry, the upstream retry helper', () => {
     expect(isRetryable(Object.assign(new Error('x'), { code: 'ECONNRESET' }))).toBe(true);
   });
 });
+
+describe('no write carries a secret out', () => {
+  it.each([
+    ['a GitHub token', 'deploy with ghp_0123456789abcdefghijklmnopqrstuvwxyzAB', 'github-token'],
+    [
+      'a JWT',
+      'eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U',
+      'jwt',
+    ],
+    [
+      'a private key',
+      '-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA\n-----END RSA PRIVATE KEY-----',
+      'private-key',
+    ],
+    ['URL credentials', 'use postgres://app:s3cr3t-pass@db.internal/app', 'url-credentials'],
+  ])(
+    'refuses %s in a write, for real and in a dry run, sending nothing',
+    async (_, message, kind) => {
+      const { client, records, probe } = await setup({ GATEHOUSE_ENABLE_WRITES: 'true' });
+      for (const dry of [false, true]) {
+        const result = await client.callTool({
+          name: 'demo_post',
+          arguments: { message, ...(dry ? { dry_run: true } : {}) },
+        });
+        expect(result.isError).toBe(true);
+        expect(text(result)).toContain(`carry what looks like a secret (${kind})`);
+        expect(text(result)).not.toContain(message);
+      }
+      expect(probe.posted).toEqual([]);
+      const calls = records.filter((r) => r.event.action === 'tools/call');
+      expect(calls.map((r) => [r.event.reason, r.policy?.rule])).toEqual([
+        ['denied', 'outgoing_secret'],
+        ['denied', 'outgoing_secret'],
+      ]);
+      expect(JSON.stringify(records)).not.toContain(message);
+    },
+  );
+
+  it('refuses a configured secret value, and leaves reads alone', async () => {
+    const { registerSecretValues } = await import('@gatehouse/core/runtime');
+    registerSecretValues({ DEMO_API_KEY: 'demo-key-5f1c2a7e9b' });
+    const { client, probe } = await setup({ GATEHOUSE_ENABLE_WRITES: 'true' });
+    const write = await client.callTool({
+      name: 'demo_post',
+      arguments: { message: 'key: demo-key-5f1c2a7e9b' },
+    });
+    expect(text(write)).toContain('carry what looks like a secret (configured)');
+    expect(probe.posted).toEqual([]);
+    // A read may be asked about a token (its output is scrubbed on the way out instead).
+    const read = await client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'ghp_0123456789abcdefghijklmnopqrstuvwxyzAB' },
+    });
+    expect(read.isError).toBeFalsy();
+    expect(text(read)).toContain('[REDACTED:github-token]');
+  });
+});

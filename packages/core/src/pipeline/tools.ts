@@ -1,7 +1,7 @@
 /**
  * tools/list and tools/call. A call passes, in order: the tool exists and this caller may see it
  * → the audit trail can record it → its arguments parse → every target is inside the allow-list
- * → a rate/concurrency slot → the user confirms a write → the handler runs under its deadline →
+ * → a write carries no secret → a rate/concurrency slot → the user confirms a write → the handler runs under its deadline →
  * the result is shaped. Every exit writes exactly one audit record.
  */
 import type { ServerContext } from '@modelcontextprotocol/server';
@@ -9,6 +9,7 @@ import * as z from 'zod';
 import type { DryRunPreview, ToolContext, ToolDefinition } from '../define.js';
 import { ToolError } from '../errors.js';
 import { paginate } from '../pagination.js';
+import { secretKinds } from '../secrets.js';
 import { sanitizeDeep, sanitizeText } from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import { confirmWrite } from './confirm.js';
@@ -59,6 +60,13 @@ export function registerTools(connection: Connection, pageSize: number): void {
         const text = `Denied: ${allowed.reason}. Pick an allowed target.`;
         return refuse(attempt, 'denied', text, { target, decision: allowed });
       }
+    }
+    // A write never carries a secret out (a token, a key, a configured secret's value).
+    const secrets = tool.access === 'write' ? secretKinds(args) : [];
+    if (secrets.length > 0) {
+      const text = `Refused: the arguments of ${name} carry what looks like a secret (${secrets.join(', ')}). Nothing was sent; remove it and call again.`;
+      const leak = { allow: false, rule: 'outgoing_secret', reason: text } as const;
+      return refuse(attempt, 'denied', text, { target, decision: leak });
     }
     const slot = (await runtime.limits?.acquire(connection.principal, tool)) ?? (() => undefined);
     if (typeof slot !== 'function') {

@@ -67,6 +67,11 @@ export class Pacer {
   readonly #next = new Map<string, number>();
   constructor(private readonly intervals: Readonly<Record<string, number>>) {}
 
+  /** Milliseconds until a request of `group` may start. */
+  delayMs(group: string): number {
+    return Math.max(0, (this.#next.get(group) ?? 0) - Date.now());
+  }
+
   async wait(group: string, signal: AbortSignal, deadline?: number): Promise<boolean> {
     const interval = this.intervals[group] ?? 0;
     if (interval <= 0) return true;

@@ -1,0 +1,165 @@
+// The Slack server against @modelcontextprotocol/server-slack@2025.4.25 (the reference, over
+// stdio), both pointed at the same loopback fake of the Slack Web API (see bench/README.md).
+//   node bench/slack.mjs   (after a build; `npm run bench:slack` builds first)
+// Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { connectStdio } from '@gatehouse/testkit';
+import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
+import { BENCH_ENV, median } from './servers.mjs';
+
+const COLD = Number(process.env.BENCH_COLD ?? 10);
+const CALLS = Number(process.env.BENCH_CALLS ?? 200);
+const MESSAGES = 50;
+const TOKEN = 'xoxb-1111111111-2222222222222-BENCHbenchBENCHbench00';
+const OURS = fileURLToPath(new URL('../servers/slack/dist/index.js', import.meta.url));
+const REDIRECT = fileURLToPath(new URL('./slack-redirect.mjs', import.meta.url));
+const REFERENCE = fileURLToPath(
+  import.meta.resolve('@modelcontextprotocol/server-slack/dist/index.js'),
+);
+
+const p99 = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.99)];
+const ms = (n) => `${n.toFixed(2)} ms`;
+const now = () => performance.now();
+
+// The seed workspace plus #bench: 60 messages by five people, with threads, links and mentions.
+const world = slackSeed();
+const people = world.users.filter((u) => !u.is_bot).map((u) => u.id);
+const base = Math.floor(Date.now() / 1000) - 86_400;
+world.channels.push({
+  id: 'C0BENCH001',
+  name: 'bench',
+  topic: 'Benchmark traffic',
+  members: [world.bot.user_id, ...people],
+  messages: Array.from({ length: 60 }, (_, i) => ({
+    ts: `${base + i * 60}.000100`,
+    user: people[i % people.length],
+    text: `Message ${i}: the deploy of <https://ci.acme.example/run/${i}|run ${i}> ${i % 3 === 0 ? `needs <@${people[(i + 1) % people.length]}>` : 'passed'}; see the dashboard for latency and error rates over the last hour.`,
+    ...(i % 10 === 0
+      ? {
+          replies: [
+            {
+              ts: `${base + i * 60 + 1}.000100`,
+              user: people[0],
+              text: 'ack',
+              thread_ts: `${base + i * 60}.000100`,
+            },
+          ],
+        }
+      : {}),
+  })),
+});
+const fake = await startSlackFake({
+  world,
+  tokens: {
+    [TOKEN]: { scopes: ['channels:read', 'channels:history', 'users:read', 'chat:write'] },
+  },
+});
+
+const servers = {
+  gatehouse: {
+    connect: () =>
+      connectStdio(process.execPath, [OURS], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          SLACK_BOT_TOKEN: TOKEN,
+          SLACK_API_URL: fake.url,
+          SLACK_READ_CHANNELS: '#bench,#general,#incidents',
+          ...BENCH_ENV,
+        },
+        stderr: 'ignore',
+      }),
+    list: (c) => c.callTool({ name: 'slack_list_channels', arguments: {} }),
+    history: (c) =>
+      c.callTool({ name: 'slack_read_channel', arguments: { channel: '#bench', limit: MESSAGES } }),
+  },
+  reference: {
+    connect: () =>
+      connectStdio(process.execPath, ['--import', REDIRECT, REFERENCE], {
+        env: {
+          PATH: process.env.PATH ?? '',
+          SLACK_BOT_TOKEN: TOKEN,
+          SLACK_TEAM_ID: world.team.id,
+          SLACK_CHANNEL_IDS: 'C0BENCH001,C0GENERAL1,C0INCIDENT',
+          GATEHOUSE_BENCH_SLACK_URL: fake.url,
+        },
+        stderr: 'ignore',
+      }),
+    list: (c) => c.callTool({ name: 'slack_list_channels', arguments: { limit: 100 } }),
+    history: (c) =>
+      c.callTool({
+        name: 'slack_get_channel_history',
+        arguments: { channel_id: 'C0BENCH001', limit: MESSAGES },
+      }),
+  },
+};
+const check = (result, name) => {
+  const body = result.content.map((c) => c.text ?? '').join('\n');
+  if (result.isError || body.includes('"ok":false'))
+    throw new Error(`${name}: ${body.slice(0, 300)}`);
+  return result;
+};
+
+process.stderr.write('cold starts…\n');
+const cold = { gatehouse: [], reference: [] };
+for (let i = 0; i < COLD; i++) {
+  for (const [name, s] of Object.entries(servers)) {
+    const start = now();
+    const c = await s.connect();
+    check(await s.list(c.client), name);
+    cold[name].push(now() - start);
+    await c.close();
+  }
+}
+
+process.stderr.write('warm latency…\n');
+const connections = {};
+for (const [name, s] of Object.entries(servers)) connections[name] = await s.connect();
+const latency = {};
+const sizes = {};
+for (const call of ['list', 'history']) {
+  latency[call] = { gatehouse: [], reference: [] };
+  for (let i = 0; i < CALLS + 20; i++) {
+    for (const [name, s] of Object.entries(servers)) {
+      const start = now();
+      const result = check(await s[call](connections[name].client), name);
+      if (i >= 20) latency[call][name].push(now() - start);
+      if (i === 0) {
+        const text = result.content.map((c) => c.text ?? '').join('\n');
+        sizes[`${call}/${name}`] = {
+          text: Buffer.byteLength(text),
+          whole: Buffer.byteLength(
+            JSON.stringify({
+              content: result.content,
+              structuredContent: result.structuredContent,
+            }),
+          ),
+        };
+      }
+    }
+  }
+}
+for (const c of Object.values(connections)) await c.close();
+await fake.close();
+
+const lines = [
+  `Slack server benchmark — ${new Date().toISOString()}, node ${process.version}`,
+  '',
+  `cold start to first list-channels answer (${COLD} spawns each, median): gatehouse ${ms(median(cold.gatehouse))}, reference ${ms(median(cold.reference))}, ratio ${(median(cold.gatehouse) / median(cold.reference)).toFixed(2)}`,
+  '',
+  `warm stdio latency (${CALLS} calls each, interleaved):`,
+  ...Object.entries(latency).map(
+    ([call, l]) =>
+      `  ${call === 'list' ? 'list channels  ' : `read ${MESSAGES} messages`} gatehouse median ${ms(median(l.gatehouse))} p99 ${ms(p99(l.gatehouse))} | reference median ${ms(median(l.reference))} p99 ${ms(p99(l.reference))} | ratio ${(median(l.gatehouse) / median(l.reference)).toFixed(2)}`,
+  ),
+  '',
+  'what the model gets (bytes): text content / whole result incl. structuredContent',
+  ...Object.entries(sizes).map(([k, v]) => `  ${k.padEnd(20)} ${v.text} / ${v.whole}`),
+  `  ${MESSAGES} messages, text: the reference sends ${(sizes['history/reference'].text / sizes['history/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
+];
+console.log(lines.join('\n'));
+mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+writeFileSync(
+  new URL('./results/slack.json', import.meta.url),
+  JSON.stringify({ cold, latency, sizes }, null, 1),
+);

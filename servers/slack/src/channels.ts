@@ -1,0 +1,231 @@
+import { ConfigError, PolicyError } from '@gatehouse/core';
+import type { Logger } from '@gatehouse/core';
+import { TargetScope } from '@gatehouse/core/saas';
+import type { CallBounds, Slack } from './client.js';
+import type { SlackConfig } from './config.js';
+
+/** What the server knows of a channel (from conversations.list). */
+export interface ChannelInfo {
+  readonly id: string;
+  readonly name: string;
+  readonly is_private: boolean;
+  readonly is_im: boolean;
+  readonly is_mpim: boolean;
+  readonly is_archived: boolean;
+  /** Slack Connect: shared with another organisation, or pending. */
+  readonly is_external: boolean;
+  readonly is_member: boolean;
+  readonly num_members: number | undefined;
+  readonly topic: string;
+  readonly purpose: string;
+}
+
+interface SlackChannel {
+  id?: string;
+  name?: string;
+  user?: string;
+  is_private?: boolean;
+  is_im?: boolean;
+  is_mpim?: boolean;
+  is_archived?: boolean;
+  is_ext_shared?: boolean;
+  is_pending_ext_shared?: boolean;
+  is_member?: boolean;
+  num_members?: number;
+  topic?: { value?: string };
+  purpose?: { value?: string };
+}
+
+function info(c: SlackChannel): ChannelInfo {
+  return {
+    id: c.id ?? '',
+    name: c.name ?? c.user ?? c.id ?? '',
+    is_private: c.is_private === true,
+    is_im: c.is_im === true,
+    is_mpim: c.is_mpim === true,
+    is_archived: c.is_archived === true,
+    is_external: c.is_ext_shared === true || c.is_pending_ext_shared === true,
+    is_member: c.is_member === true || c.is_im === true,
+    num_members: c.num_members,
+    topic: c.topic?.value ?? '',
+    purpose: c.purpose?.value ?? '',
+  };
+}
+
+const DIRECT = (c: ChannelInfo) => c.is_im || c.is_mpim;
+
+/**
+ * The channels this server may read and post to: the configured ids and #names, resolved to ids
+ * from Slack's own list (never from the model), narrowed by GATEHOUSE_ALLOW_TARGETS (`slack:C…`),
+ * without direct messages unless allowed. A channel outside it is refused from this directory,
+ * before any request is sent. Names are resolved again every SLACK_CHANNEL_REFRESH_MIN.
+ */
+export class ChannelDirectory {
+  #readable = new Map<string, ChannelInfo>();
+  #postable = new Set<string>();
+  #byName = new Map<string, string>();
+  #loadedAt = 0;
+  #loading: Promise<void> | undefined;
+  /** Configured entries that name no channel the bot can see. */
+  unresolved: string[] = [];
+
+  constructor(
+    private readonly slack: Slack,
+    private readonly config: SlackConfig,
+    private readonly logger: Logger,
+  ) {}
+
+  get loaded(): boolean {
+    return this.#loadedAt > 0;
+  }
+
+  /** Loads the directory when it was never loaded or is older than the refresh interval. */
+  async fresh(bounds: CallBounds): Promise<void> {
+    const stale = Date.now() - this.#loadedAt > this.config.SLACK_CHANNEL_REFRESH_MIN * 60_000;
+    if (!stale) return;
+    this.#loading ??= this.load(bounds).finally(() => {
+      this.#loading = undefined;
+    });
+    await this.#loading;
+  }
+
+  /** Lists the workspace's channels the bot can see and resolves the configured entries. */
+  async load(bounds: CallBounds): Promise<void> {
+    const types = [
+      'public_channel',
+      'private_channel',
+      ...(this.config.SLACK_ALLOW_DMS ? ['im', 'mpim'] : []),
+    ];
+    const all: ChannelInfo[] = [];
+    let cursor: string | undefined;
+    do {
+      const page = await this.slack.call(bounds, 'read', (c) =>
+        c.conversations.list({
+          types: types.join(','),
+          limit: 200,
+          exclude_archived: false,
+          ...(cursor ? { cursor } : {}),
+        }),
+      );
+      all.push(...((page.channels ?? []) as SlackChannel[]).map(info));
+      cursor = page.response_metadata?.next_cursor || undefined;
+    } while (cursor !== undefined);
+    const byId = new Map(all.map((c) => [c.id, c]));
+    const byName = new Map(all.filter((c) => !DIRECT(c)).map((c) => [c.name, c.id]));
+    const unresolved: string[] = [];
+    const resolve = (entries: readonly string[]): string[] =>
+      entries.flatMap((entry) => {
+        const id = entry.startsWith('#')
+          ? byName.get(entry.slice(1))
+          : byId.has(entry)
+            ? entry
+            : undefined;
+        if (id === undefined) unresolved.push(entry);
+        return id === undefined ? [] : [id];
+      });
+    const allowed = (ids: string[], variable: string): string[] => {
+      const usable = ids.filter((id) => this.config.SLACK_ALLOW_DMS || !DIRECT(byId.get(id)!));
+      if (usable.length === 0) return [];
+      return new TargetScope({
+        kind: 'slack',
+        variable,
+        noun: 'channel',
+        configured: usable,
+        allowTargets: this.config.GATEHOUSE_ALLOW_TARGETS,
+      }).names.slice();
+    };
+    const read = allowed(resolve(this.config.SLACK_READ_CHANNELS), 'SLACK_READ_CHANNELS');
+    if (read.length === 0) {
+      throw new ConfigError([
+        `SLACK_READ_CHANNELS: none of ${this.config.SLACK_READ_CHANNELS.join(', ')} is a channel the bot can see (and allowed)`,
+      ]);
+    }
+    let post: string[] = [];
+    try {
+      post = allowed(resolve(this.config.SLACK_POST_CHANNELS), 'SLACK_POST_CHANNELS');
+    } catch (error) {
+      // The allow-list leaves no channel to post to: posting is allowed nowhere, reading goes on.
+      if (!(error instanceof ConfigError)) throw error;
+      this.logger.warn({ problems: error.problems }, 'no channel is left to post to');
+    }
+    this.#readable = new Map(read.map((id) => [id, byId.get(id)!]));
+    // A channel the bot may post to is one it may read: the model sees where it writes.
+    this.#postable = new Set(post.filter((id) => this.#readable.has(id)));
+    this.#byName = new Map(
+      [...this.#readable.values()].filter((c) => !DIRECT(c)).map((c) => [c.name, c.id]),
+    );
+    if (unresolved.length > 0 && unresolved.join() !== this.unresolved.join()) {
+      this.logger.warn({ unresolved }, 'configured channels the bot cannot see are left out');
+    }
+    this.unresolved = unresolved;
+    this.#loadedAt = Date.now();
+  }
+
+  /** The readable channels, in configured order. */
+  readable(): ChannelInfo[] {
+    return [...this.#readable.values()];
+  }
+
+  canPost(id: string): boolean {
+    return this.#postable.has(id);
+  }
+
+  /** The id a channel argument (id or #name) stands for, among the readable channels. */
+  idOf(arg: string): string | undefined {
+    const trimmed = arg.trim();
+    if (trimmed.startsWith('#')) return this.#byName.get(trimmed.slice(1).toLowerCase());
+    return this.#readable.has(trimmed) ? trimmed : undefined;
+  }
+
+  /** The audit/policy target of a channel argument: `slack:<id>`, or as given when unknown. */
+  target(arg: string): string {
+    return `slack:${this.idOf(arg) ?? arg.trim()}`;
+  }
+
+  describe(): string {
+    return this.readable()
+      .map((c) => (DIRECT(c) ? c.id : `#${c.name}`))
+      .join(', ');
+  }
+
+  /** A channel the caller may read, or the refusal (no request is sent for it). */
+  forRead(arg: string): ChannelInfo {
+    const id = this.idOf(arg);
+    if (id === undefined) {
+      throw new PolicyError(
+        'slack_channel_allow_list',
+        `${arg} is not one of the channels this server may read (${this.describe()}).`,
+        { code: 'channel_not_allowed' },
+      );
+    }
+    return this.#readable.get(id)!;
+  }
+
+  /** A channel the caller may post to, or the refusal (no request is sent for it). */
+  forPost(arg: string): ChannelInfo {
+    const channel = this.forRead(arg);
+    if (!this.#postable.has(channel.id)) {
+      const postable = [...this.#postable]
+        .map((id) => `#${this.#readable.get(id)!.name}`)
+        .join(', ');
+      throw new PolicyError(
+        'slack_post_allow_list',
+        `The bot may not post to #${channel.name}${postable === '' ? '; posting is allowed in no channel (SLACK_POST_CHANNELS)' : ` (it may post to ${postable})`}.`,
+        { code: 'channel_not_postable' },
+      );
+    }
+    if (channel.is_external && !this.config.SLACK_ALLOW_EXTERNAL_POSTS) {
+      throw new PolicyError(
+        'slack_connect',
+        `#${channel.name} is shared with another organisation (Slack Connect); posting there is off (SLACK_ALLOW_EXTERNAL_POSTS).`,
+      );
+    }
+    if (channel.is_archived) {
+      throw new PolicyError(
+        'slack_archived',
+        `#${channel.name} is archived; nothing can be posted there.`,
+      );
+    }
+    return channel;
+  }
+}

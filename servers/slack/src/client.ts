@@ -1,0 +1,208 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { UpstreamError } from '@gatehouse/core';
+import type { Logger } from '@gatehouse/core';
+import { Pacer, createUpstreamErrors, mayWait, sleep, timedFetch } from '@gatehouse/core/saas';
+import type { UpstreamProfile } from '@gatehouse/core/saas';
+import {
+  LogLevel,
+  WebAPIHTTPError,
+  WebAPIPlatformError,
+  WebAPIRateLimitedError,
+  WebAPIRequestError,
+  WebClient,
+} from '@slack/web-api';
+import type { Logger as SlackLogger } from '@slack/web-api';
+import type { SlackConfig } from './config.js';
+
+/** What a call passes down to every request: its abort signal and deadline. */
+export interface CallBounds {
+  readonly signal: AbortSignal;
+  readonly deadline: number;
+}
+
+/** Slack's `ok: false` codes, as the model should read them (status: the closest HTTP one). */
+const CODES: Readonly<Record<string, readonly [number, string]>> = {
+  channel_not_found: [404, 'the channel does not exist or the bot cannot see it'],
+  thread_not_found: [404, 'no such thread in this channel'],
+  message_not_found: [404, 'no such message'],
+  user_not_found: [404, 'no such user'],
+  not_in_channel: [403, 'the bot is not a member of this channel; invite it first (/invite @app)'],
+  is_archived: [409, 'the channel is archived'],
+  msg_too_long: [400, 'the message is too long'],
+  no_text: [400, 'the message has no text'],
+  invalid_cursor: [400, 'the cursor is invalid or expired; start again without it'],
+  invalid_arguments: [400, 'Slack refused the arguments'],
+  restricted_action: [403, 'a workspace setting prevents the bot from doing this'],
+  ekm_access_denied: [403, 'the workspace’s key management denies access'],
+  invalid_auth: [401, "Slack rejected this server's bot token; the operator must renew it"],
+  not_authed: [401, 'Slack received no bot token; the operator must configure it'],
+  account_inactive: [401, "the bot's token belongs to a deactivated app or user"],
+  token_revoked: [401, "the bot's token was revoked; the operator must renew it"],
+  token_expired: [401, "the bot's token expired; the operator must renew it"],
+  ratelimited: [429, 'rate limit'],
+  fatal_error: [503, 'Slack failed'],
+  internal_error: [503, 'Slack failed'],
+  service_unavailable: [503, 'Slack is unavailable'],
+};
+
+/** Slack, as the kit's upstream error mapping needs to know it. */
+export const SLACK_UPSTREAM: UpstreamProfile = {
+  service: 'Slack',
+  timeoutVariable: 'SLACK_REQUEST_TIMEOUT_MS',
+  requestIdHeader: 'x-slack-req-id',
+  // An `ok: false` answer arrives with HTTP 200; its code decides (see slackError).
+  classify: ({ data }) =>
+    (data as { slack?: { status: number; message: string } } | undefined)?.slack,
+};
+const toUpstream = createUpstreamErrors(SLACK_UPSTREAM);
+
+/** What the model sees of a failed Slack call. */
+export function slackError(error: unknown): UpstreamError {
+  if (error instanceof UpstreamError) return error;
+  if (error instanceof WebAPIRateLimitedError) {
+    return toUpstream({
+      status: 429,
+      headers: { 'retry-after': String(error.retryAfter) },
+      cause: error,
+    });
+  }
+  if (error instanceof WebAPIPlatformError) {
+    const code = String(error.data.error);
+    const [status, message] = CODES[code] ?? [400, `Slack refused the call (${code})`];
+    const needed = (error.data as { needed?: unknown }).needed;
+    const text =
+      code === 'missing_scope'
+        ? `the Slack app lacks the scope ${typeof needed === 'string' ? needed : '(unnamed)'}; add it to the app and reinstall`
+        : message;
+    return toUpstream({
+      status: code === 'missing_scope' ? 403 : status,
+      data: { slack: { status: code === 'missing_scope' ? 403 : status, message: text } },
+      cause: error,
+    });
+  }
+  if (error instanceof WebAPIHTTPError) {
+    const headers = Object.fromEntries(
+      Object.entries(error.headers).map(([k, v]) => [k.toLowerCase(), String(v)]),
+    );
+    return toUpstream({ status: error.statusCode, headers, cause: error });
+  }
+  const original = error instanceof WebAPIRequestError ? error.original : error;
+  return toUpstream({ message: (original as Error).message, cause: original });
+}
+
+/** The Slack client's own logging, routed to ours at debug level (never stdout). */
+function slackLogger(logger: Logger): SlackLogger {
+  const at =
+    (level: 'debug' | 'warn') =>
+    (...msg: unknown[]) =>
+      logger[level]({ slack: true }, msg.map(String).join(' '));
+  return {
+    debug: at('debug'),
+    info: at('debug'),
+    warn: at('warn'),
+    error: at('warn'),
+    setLevel: () => undefined,
+    getLevel: () => LogLevel.DEBUG,
+    setName: () => undefined,
+  };
+}
+
+/** How the client waits; tests shorten a rate limit's second. */
+export interface SlackPacing {
+  readonly secondMs?: number;
+}
+
+/**
+ * Two WebClients with the settings the defaults get wrong for a server (wave2 §1.2): rate-limited
+ * calls rejected at once (no 30-minute queue pause), no absolute URLs (the token would go there),
+ * a per-request timeout that fires, the call's cancellation reaching the request; reads retried
+ * twice through network failures, writes never (a lost answer would post twice).
+ */
+export class Slack {
+  readonly #read: WebClient;
+  readonly #write: WebClient;
+  readonly #signal = new AsyncLocalStorage<AbortSignal>();
+  readonly #history: Pacer;
+  readonly #secondMs: number;
+
+  constructor(
+    private readonly config: SlackConfig,
+    private readonly logger: Logger,
+    pacing: SlackPacing = {},
+  ) {
+    const timed = timedFetch(config.SLACK_REQUEST_TIMEOUT_MS);
+    // The call's own signal (cancellation, deadline) joins each request.
+    const fetch: typeof globalThis.fetch = (input, init) => {
+      const call = this.#signal.getStore();
+      const signal =
+        call === undefined
+          ? init?.signal
+          : init?.signal
+            ? AbortSignal.any([init.signal, call])
+            : call;
+      return timed(input, { ...init, ...(signal ? { signal } : {}) });
+    };
+    const common = {
+      slackApiUrl: config.SLACK_API_URL,
+      logger: slackLogger(logger),
+      rejectRateLimitedCalls: true,
+      allowAbsoluteUrls: false,
+      fetch,
+      headers: { 'user-agent': 'gatehouse-slack' },
+    };
+    this.#read = new WebClient(config.SLACK_BOT_TOKEN, {
+      ...common,
+      retryConfig: { retries: 2, factor: 2, minTimeout: 100, maxTimeout: 1_000 },
+    });
+    this.#write = new WebClient(config.SLACK_BOT_TOKEN, { ...common, retryConfig: { retries: 0 } });
+    // Slack's 2025 limits for non-Marketplace apps: history and replies 1 per minute.
+    this.#history = new Pacer({ history: config.SLACK_HISTORY_LIMITED ? 60_000 : 0 });
+    this.#secondMs = pacing.secondMs ?? 1_000;
+  }
+
+  /** Messages per page at most (15 under the 2025 limits). */
+  get maxPage(): number {
+    return this.config.SLACK_HISTORY_LIMITED ? 15 : 200;
+  }
+
+  /**
+   * Runs one Slack call under the call's bounds: its failures mapped for the model; a rate
+   * limit waited out once when the wait ends before the deadline (a rate-limited call was not
+   * processed, so this holds for writes too); history and replies paced in the limited mode.
+   */
+  async call<T>(
+    bounds: CallBounds,
+    kind: 'read' | 'write' | 'history',
+    fn: (client: WebClient) => Promise<T>,
+  ): Promise<T> {
+    let waited = 0;
+    for (;;) {
+      if (
+        kind === 'history' &&
+        !(await this.#history.wait('history', bounds.signal, bounds.deadline))
+      ) {
+        const seconds = Math.ceil(this.#history.delayMs('history') / 1000);
+        throw new UpstreamError({
+          service: 'Slack',
+          status: 429,
+          message: 'history pacing',
+          retryAfterSeconds: seconds,
+        });
+      }
+      try {
+        return await this.#signal.run(bounds.signal, () =>
+          fn(kind === 'write' ? this.#write : this.#read),
+        );
+      } catch (error) {
+        if (bounds.signal.aborted) throw bounds.signal.reason as Error;
+        const mapped = slackError(error);
+        const wait = mapped.status === 429 ? mapped.retryAfterSeconds : undefined;
+        if (wait === undefined || !mayWait(wait, { deadline: bounds.deadline, waited }))
+          throw mapped;
+        this.logger.warn({ retryAfter: wait }, 'Slack rate limit reached');
+        waited++;
+        await sleep(wait * this.#secondMs, bounds.signal);
+      }
+    }
+  }
+}
