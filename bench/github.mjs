@@ -9,7 +9,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
-import { BENCH_ENV, median } from './servers.mjs';
+import { BENCH_ENV, compareOverStdio, median, p99 } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -25,9 +25,7 @@ const REFERENCE = join(
   JSON.parse(readFileSync(referencePackage, 'utf8')).bin['mcp-server-github'],
 );
 
-const p99 = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.99)];
 const ms = (n) => `${n.toFixed(2)} ms`;
-const now = () => performance.now();
 
 const fake = await startGitHubFake({
   repos: githubSeed(),
@@ -72,46 +70,14 @@ const check = (result, name) => {
   return result;
 };
 
-process.stderr.write('cold starts…\n');
-const cold = { gatehouse: [], reference: [] };
-for (let i = 0; i < COLD; i++) {
-  for (const [name, s] of Object.entries(servers)) {
-    const start = now();
-    const c = await s.connect();
-    check(await s.get(c.client), name);
-    cold[name].push(now() - start);
-    await c.close();
-  }
-}
-
-process.stderr.write('warm latency…\n');
-const connections = {};
-for (const [name, s] of Object.entries(servers)) connections[name] = await s.connect();
-const latency = {};
-const sizes = {};
-for (const call of ['get', 'list']) {
-  latency[call] = { gatehouse: [], reference: [] };
-  for (let i = 0; i < CALLS + 20; i++) {
-    for (const [name, s] of Object.entries(servers)) {
-      const start = now();
-      const result = check(await s[call](connections[name].client), name);
-      if (i >= 20) latency[call][name].push(now() - start);
-      if (i === 0) {
-        const text = result.content.map((c) => c.text ?? '').join('\n');
-        sizes[`${call}/${name}`] = {
-          text: Buffer.byteLength(text),
-          whole: Buffer.byteLength(
-            JSON.stringify({
-              content: result.content,
-              structuredContent: result.structuredContent,
-            }),
-          ),
-        };
-      }
-    }
-  }
-}
-for (const c of Object.values(connections)) await c.close();
+const { cold, latency, sizes } = await compareOverStdio({
+  servers,
+  first: 'get',
+  calls: ['get', 'list'],
+  cold: COLD,
+  warm: CALLS,
+  check,
+});
 await fake.close();
 
 const lines = [

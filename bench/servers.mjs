@@ -70,3 +70,55 @@ export function coreFactory(audit = devNullAudit()) {
   const logger = createLogger({ dest: '/dev/null' });
   return createServerFactory(coreDefinition, createRuntime(config, logger, { audit }));
 }
+
+export const p99 = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)];
+
+/**
+ * Ours against a reference server, both over stdio against the same fake: cold starts (spawn →
+ * the first answer of `first`), then warm latency of each call, interleaved, and the bytes the
+ * model gets from each call's first answer. `servers`: { gatehouse, reference }, each with
+ * `connect()` and one function per call name taking the client.
+ */
+export async function compareOverStdio({ servers, first, calls, cold: spawns, warm, check }) {
+  const now = () => performance.now();
+  process.stderr.write('cold starts…\n');
+  const cold = { gatehouse: [], reference: [] };
+  for (let i = 0; i < spawns; i++) {
+    for (const [name, s] of Object.entries(servers)) {
+      const start = now();
+      const c = await s.connect();
+      check(await s[first](c.client), name);
+      cold[name].push(now() - start);
+      await c.close();
+    }
+  }
+  process.stderr.write('warm latency…\n');
+  const connections = {};
+  for (const [name, s] of Object.entries(servers)) connections[name] = await s.connect();
+  const latency = {};
+  const sizes = {};
+  for (const call of calls) {
+    latency[call] = { gatehouse: [], reference: [] };
+    for (let i = 0; i < warm + 20; i++) {
+      for (const [name, s] of Object.entries(servers)) {
+        const start = now();
+        const result = check(await s[call](connections[name].client), name);
+        if (i >= 20) latency[call][name].push(now() - start);
+        if (i === 0) {
+          const text = result.content.map((c) => c.text ?? '').join('\n');
+          sizes[`${call}/${name}`] = {
+            text: Buffer.byteLength(text),
+            whole: Buffer.byteLength(
+              JSON.stringify({
+                content: result.content,
+                structuredContent: result.structuredContent,
+              }),
+            ),
+          };
+        }
+      }
+    }
+  }
+  for (const c of Object.values(connections)) await c.close();
+  return { cold, latency, sizes };
+}

@@ -6,7 +6,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
-import { BENCH_ENV, median } from './servers.mjs';
+import { BENCH_ENV, compareOverStdio, median, p99 } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -18,9 +18,7 @@ const REFERENCE = fileURLToPath(
   import.meta.resolve('@modelcontextprotocol/server-slack/dist/index.js'),
 );
 
-const p99 = (v) => [...v].sort((a, b) => a - b)[Math.floor(v.length * 0.99)];
 const ms = (n) => `${n.toFixed(2)} ms`;
-const now = () => performance.now();
 
 // The seed workspace plus #bench: 60 messages by five people, with threads, links and mentions.
 const world = slackSeed();
@@ -100,46 +98,14 @@ const check = (result, name) => {
   return result;
 };
 
-process.stderr.write('cold starts…\n');
-const cold = { gatehouse: [], reference: [] };
-for (let i = 0; i < COLD; i++) {
-  for (const [name, s] of Object.entries(servers)) {
-    const start = now();
-    const c = await s.connect();
-    check(await s.list(c.client), name);
-    cold[name].push(now() - start);
-    await c.close();
-  }
-}
-
-process.stderr.write('warm latency…\n');
-const connections = {};
-for (const [name, s] of Object.entries(servers)) connections[name] = await s.connect();
-const latency = {};
-const sizes = {};
-for (const call of ['list', 'history']) {
-  latency[call] = { gatehouse: [], reference: [] };
-  for (let i = 0; i < CALLS + 20; i++) {
-    for (const [name, s] of Object.entries(servers)) {
-      const start = now();
-      const result = check(await s[call](connections[name].client), name);
-      if (i >= 20) latency[call][name].push(now() - start);
-      if (i === 0) {
-        const text = result.content.map((c) => c.text ?? '').join('\n');
-        sizes[`${call}/${name}`] = {
-          text: Buffer.byteLength(text),
-          whole: Buffer.byteLength(
-            JSON.stringify({
-              content: result.content,
-              structuredContent: result.structuredContent,
-            }),
-          ),
-        };
-      }
-    }
-  }
-}
-for (const c of Object.values(connections)) await c.close();
+const { cold, latency, sizes } = await compareOverStdio({
+  servers,
+  first: 'list',
+  calls: ['list', 'history'],
+  cold: COLD,
+  warm: CALLS,
+  check,
+});
 await fake.close();
 
 const lines = [

@@ -105,3 +105,37 @@ export function messageLine(m: MessageView): string {
       : ` [${m.replies} repl${m.replies === 1 ? 'y' : 'ies'}, thread_ts ${m.ts}]`;
   return `${m.time} ${m.author}: ${m.text.replace(/\n/g, '\n    ')}${thread}`;
 }
+
+/** A page of history or replies as Slack returns it. */
+export interface MessagePage {
+  messages?: SlackMessage[];
+  has_more?: boolean;
+  response_metadata?: { next_cursor?: string };
+}
+
+/** A page of a channel's messages as a read tool returns it: structured, and framed text. */
+export async function pageResult(
+  deps: { people: People; workspace: { url?: string } },
+  ctx: CallBounds & { untrusted(content: string, source: string): string },
+  channel: { id: string; name: string },
+  page: MessagePage,
+  heading: (count: number, more: boolean) => string,
+) {
+  const messages = await viewMessages(
+    deps.people,
+    ctx,
+    channel.id,
+    deps.workspace.url,
+    page.messages ?? [],
+  );
+  const next =
+    page.has_more === true ? page.response_metadata?.next_cursor || undefined : undefined;
+  return {
+    structured: {
+      channel: { id: channel.id, name: channel.name },
+      messages,
+      ...(next === undefined ? {} : { next_cursor: next }),
+    },
+    text: `${heading(messages.length, next !== undefined)}\n${ctx.untrusted(messages.map(messageLine).join('\n') || '(none)', `Slack messages in #${channel.name}`)}`,
+  };
+}

@@ -2,7 +2,7 @@ import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { SlackDeps } from '../deps.js';
 import { ChannelArg, CursorArg, SLACK_READ } from '../deps.js';
-import { MessageSchema, messageLine, viewMessages } from '../messages.js';
+import { MessageSchema, pageResult } from '../messages.js';
 
 /** An ISO time as a Slack ts bound. */
 export const toTs = (iso: string): string => (Date.parse(iso) / 1000).toFixed(6);
@@ -59,23 +59,14 @@ export function readChannelTool(deps: SlackDeps) {
           ...(args.latest === undefined ? {} : { latest: toTs(args.latest) }),
         }),
       );
-      const messages = await viewMessages(
-        deps.people,
+      return pageResult(
+        deps,
         ctx,
-        channel.id,
-        deps.workspace.url,
-        page.messages ?? [],
+        channel,
+        page,
+        (n, more) =>
+          `${n} message(s) in #${channel.name}, newest first${more ? ' (older: pass next_cursor)' : ''}`,
       );
-      const next =
-        page.has_more === true ? page.response_metadata?.next_cursor || undefined : undefined;
-      return {
-        structured: {
-          channel: { id: channel.id, name: channel.name },
-          messages,
-          ...(next === undefined ? {} : { next_cursor: next }),
-        },
-        text: `${messages.length} message(s) in #${channel.name}, newest first${next === undefined ? '' : ' (older: pass next_cursor)'}\n${ctx.untrusted(messages.map(messageLine).join('\n') || '(none)', `Slack messages in #${channel.name}`)}`,
-      };
     },
   });
 }

@@ -2,7 +2,7 @@ import { defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { SlackDeps } from '../deps.js';
 import { ChannelArg, CursorArg, SLACK_READ, TsArg } from '../deps.js';
-import { messageLine, viewMessages } from '../messages.js';
+import { pageResult } from '../messages.js';
 import { ReadOutput } from './read-channel.js';
 
 /** `slack_read_thread`: one thread, the parent first, replies oldest first. */
@@ -41,23 +41,14 @@ export function readThreadTool(deps: SlackDeps) {
           ...(args.cursor === undefined ? {} : { cursor: args.cursor }),
         }),
       );
-      const messages = await viewMessages(
-        deps.people,
+      return pageResult(
+        deps,
         ctx,
-        channel.id,
-        deps.workspace.url,
-        page.messages ?? [],
+        channel,
+        page,
+        (n, more) =>
+          `Thread ${args.thread_ts} in #${channel.name}: ${n} message(s)${more ? ' (more: pass next_cursor)' : ''}`,
       );
-      const next =
-        page.has_more === true ? page.response_metadata?.next_cursor || undefined : undefined;
-      return {
-        structured: {
-          channel: { id: channel.id, name: channel.name },
-          messages,
-          ...(next === undefined ? {} : { next_cursor: next }),
-        },
-        text: `Thread ${args.thread_ts} in #${channel.name}: ${messages.length} message(s)${next === undefined ? '' : ' (more: pass next_cursor)'}\n${ctx.untrusted(messages.map(messageLine).join('\n') || '(none)', `a Slack thread in #${channel.name}`)}`,
-      };
     },
   });
 }
