@@ -1,0 +1,532 @@
+import type { IncomingMessage } from 'node:http';
+import { HttpFake, readJson } from './http-fake.js';
+import type { FakeFailure, FakeResponse, RouteContext } from './http-fake.js';
+import { JqlError, matches, parseJql } from './jira-jql.js';
+
+/**
+ * A loopback Jira Cloud REST v3 for tests, on the testkit's fake framework: the current user,
+ * permissions per project, `/search/jql` with page tokens over a JQL subset it really evaluates
+ * (`jira-jql.ts`), `/jql/parse`, issues (by a key that moved, too), comments, users, and Jira's
+ * error bodies (`errorMessages`, `errors`). Run the real jira.js client against it with
+ * `onSchemaMismatch: 'throw'` and `AUDIT_SCHEMAS=true` and every response is checked against
+ * jira.js's schemas, generated from Jira's own specification.
+ */
+
+export interface FakeJiraUser {
+  accountId: string;
+  displayName: string;
+  emailAddress?: string;
+}
+
+/** An Atlassian Document Format document. */
+export type Adf = { type: 'doc'; version: 1; content: unknown[] };
+
+export interface FakeJiraComment {
+  id: string;
+  author: string;
+  body: Adf;
+  created: string;
+}
+
+export interface FakeJiraIssue {
+  id: string;
+  key: string;
+  summary: string;
+  description: Adf | null;
+  status: string;
+  statusCategory: 'To Do' | 'In Progress' | 'Done';
+  issuetype: string;
+  priority: string;
+  labels: string[];
+  assignee: string | null;
+  reporter: string;
+  created: string;
+  updated: string;
+  comments: FakeJiraComment[];
+  /** Keys it had before it moved to another project. */
+  previousKeys?: string[];
+}
+
+export interface FakeJiraProject {
+  id: string;
+  key: string;
+  name: string;
+  issueTypes: Array<{ id: string; name: string; subtask?: boolean }>;
+}
+
+export interface JiraWorld {
+  users: FakeJiraUser[];
+  projects: FakeJiraProject[];
+  issues: FakeJiraIssue[];
+}
+
+export interface JiraFakeOptions {
+  world: JiraWorld;
+  /** Basic credentials (e-mail → API token) and bearer tokens, each acting as an account. */
+  credentials: Array<{ email?: string; token: string; accountId: string }>;
+  /** Permissions per project key the credentials lack (default: all granted). */
+  denied?: Record<string, string[]>;
+}
+
+export interface JiraFake {
+  /** The site URL (`host` for jira.js). */
+  readonly url: string;
+  readonly world: JiraWorld;
+  readonly requests: string[];
+  readonly responses: FakeResponse[];
+  /** Every JQL query the fake evaluated, as received. */
+  readonly queries: string[];
+  fail(failure: FakeFailure): void;
+  issue(key: string): FakeJiraIssue;
+  /** Moves an issue to another project, as Jira does: a new key, the old one still resolves. */
+  move(key: string, project: string): string;
+  close(): Promise<void>;
+}
+
+const PERMISSIONS = [
+  'BROWSE_PROJECTS',
+  'CREATE_ISSUES',
+  'EDIT_ISSUES',
+  'ADD_COMMENTS',
+  'TRANSITION_ISSUES',
+];
+const CATEGORY = {
+  'To Do': { id: 2, key: 'new', colorName: 'blue-gray' },
+  'In Progress': { id: 4, key: 'indeterminate', colorName: 'yellow' },
+  Done: { id: 3, key: 'done', colorName: 'green' },
+} as const;
+
+export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake> {
+  const { world } = options;
+  const queries: string[] = [];
+  let base = '';
+  const credentialOf = (req: IncomingMessage) => {
+    const header = req.headers.authorization ?? '';
+    const [scheme, value = ''] = header.split(' ');
+    if (/^bearer$/i.test(scheme ?? ''))
+      return options.credentials.find((c) => c.email === undefined && c.token === value);
+    if (!/^basic$/i.test(scheme ?? '')) return undefined;
+    const [email, token] = Buffer.from(value, 'base64').toString('utf8').split(':');
+    return options.credentials.find((c) => c.email === email && c.token === token);
+  };
+  const http = new HttpFake<{ accountId: string }>({
+    authenticate: (req) => {
+      const c = credentialOf(req);
+      return c === undefined ? undefined : { accountId: c.accountId };
+    },
+    errorBody: (_status, message) => ({ errorMessages: [message], errors: {} }),
+    failureMessage: (status) =>
+      status >= 500 ? 'Internal server error' : 'Failure injected by the test',
+    headers: () => ({ 'atl-traceid': Math.random().toString(16).slice(2) }),
+    rateLimitReply: (failure) => ({
+      message: 'Rate limit exceeded.',
+      headers: {
+        'retry-after': String(failure.retryAfter ?? 30),
+        'x-ratelimit-reason': 'jira-quota-global-based',
+      },
+    }),
+    unauthorized: 'Client must be authenticated to access this resource.',
+  });
+  type Ctx = RouteContext<{ accountId: string }>;
+  const send = http.send.bind(http);
+  const error = http.error.bind(http);
+
+  const user = (accountId: string | null) => {
+    if (accountId === null) return null;
+    const u = world.users.find((x) => x.accountId === accountId);
+    return {
+      self: `${base}/rest/api/3/user?accountId=${accountId}`,
+      accountId,
+      displayName: u?.displayName ?? accountId,
+      active: true,
+      accountType: 'atlassian',
+      timeZone: 'Europe/Berlin',
+    };
+  };
+  const projectOf = (i: FakeJiraIssue) =>
+    world.projects.find((p) => p.key === i.key.split('-')[0])!;
+  const canBrowse = (project: string) =>
+    !(options.denied?.[project] ?? []).includes('BROWSE_PROJECTS');
+  const issueFields = (i: FakeJiraIssue) => {
+    const p = projectOf(i);
+    const type = p.issueTypes.find((t) => t.name === i.issuetype) ?? p.issueTypes[0]!;
+    return {
+      summary: i.summary,
+      description: i.description,
+      status: {
+        self: `${base}/rest/api/3/status/1`,
+        id: String(Object.keys(CATEGORY).indexOf(i.statusCategory) + 1),
+        name: i.status,
+        statusCategory: {
+          self: `${base}/rest/api/3/statuscategory/1`,
+          ...CATEGORY[i.statusCategory],
+          name: i.statusCategory,
+        },
+      },
+      issuetype: {
+        self: `${base}/rest/api/3/issuetype/${type.id}`,
+        id: type.id,
+        name: type.name,
+        subtask: type.subtask === true,
+      },
+      priority: { self: `${base}/rest/api/3/priority/3`, id: '3', name: i.priority },
+      labels: i.labels,
+      assignee: user(i.assignee),
+      reporter: user(i.reporter),
+      project: { self: `${base}/rest/api/3/project/${p.id}`, id: p.id, key: p.key, name: p.name },
+      created: i.created,
+      updated: i.updated,
+      comment: { comments: [], maxResults: 0, startAt: 0, total: i.comments.length },
+    };
+  };
+  const issueObject = (i: FakeJiraIssue, fields: string[] | undefined) => {
+    const all = issueFields(i) as Record<string, unknown>;
+    const wanted =
+      fields === undefined || fields.includes('*all') || fields.length === 0
+        ? Object.keys(all)
+        : fields;
+    return {
+      id: i.id,
+      key: i.key,
+      self: `${base}/rest/api/3/issue/${i.id}`,
+      fields: Object.fromEntries(wanted.filter((f) => f in all).map((f) => [f, all[f]])),
+    };
+  };
+  /** The issue's values of a JQL field, lower-cased (undefined: no such field). */
+  const fieldValues =
+    (i: FakeJiraIssue) =>
+    (field: string): Array<string | null> | undefined => {
+      const lower = (v: string | null) => (v === null ? null : v.toLowerCase());
+      const userValues = (id: string | null) => {
+        if (id === null) return [null];
+        const u = world.users.find((x) => x.accountId === id);
+        return [id, u?.displayName ?? null, u?.emailAddress ?? null].map(lower);
+      };
+      switch (field) {
+        case 'project':
+          return [projectOf(i).key, projectOf(i).name, projectOf(i).id].map(lower);
+        case 'key':
+        case 'issuekey':
+        case 'id':
+          return [i.key, i.id, ...(i.previousKeys ?? [])].map(lower);
+        case 'status':
+          return [lower(i.status)];
+        case 'statuscategory':
+          return [lower(i.statusCategory)];
+        case 'issuetype':
+        case 'type':
+          return [lower(i.issuetype)];
+        case 'priority':
+          return [lower(i.priority)];
+        case 'labels':
+          return i.labels.map(lower);
+        case 'assignee':
+          return userValues(i.assignee);
+        case 'reporter':
+          return userValues(i.reporter);
+        case 'summary':
+          return [lower(i.summary)];
+        case 'description':
+          return [lower(JSON.stringify(i.description ?? ''))];
+        case 'text':
+          return [
+            lower(
+              `${i.summary} ${JSON.stringify(i.description ?? '')} ${i.comments.map((c) => JSON.stringify(c.body)).join(' ')}`,
+            ),
+          ];
+        case 'created':
+          return [i.created.toLowerCase()];
+        case 'updated':
+          return [i.updated.toLowerCase()];
+        default:
+          return undefined;
+      }
+    };
+  const findIssue = (keyOrId: string) =>
+    world.issues.find(
+      (i) => i.key === keyOrId || i.id === keyOrId || (i.previousKeys ?? []).includes(keyOrId),
+    );
+
+  http.route('GET', '/rest/api/3/myself', ({ res, meta, cred }) =>
+    send(res, meta, 200, {
+      ...user(cred.accountId),
+      emailAddress: options.credentials.find((c) => c.accountId === cred.accountId)?.email ?? '',
+    }),
+  );
+
+  http.route('GET', '/rest/api/3/mypermissions', ({ res, meta, url }) => {
+    const project = url.searchParams.get('projectKey') ?? '';
+    const wanted = (url.searchParams.get('permissions') ?? PERMISSIONS.join(',')).split(',');
+    const denied = options.denied?.[project] ?? [];
+    send(res, meta, 200, {
+      permissions: Object.fromEntries(
+        wanted.map((p, n) => [
+          p,
+          {
+            id: String(n + 10),
+            key: p,
+            name: p,
+            type: 'PROJECT',
+            description: p,
+            havePermission: !denied.includes(p),
+          },
+        ]),
+      ),
+    });
+  });
+
+  http.route('POST', '/rest/api/3/jql/parse', async ({ req, res, meta }) => {
+    const body = (await readJson(req)) as { queries?: string[] };
+    send(res, meta, 200, {
+      queries: (body.queries ?? []).map((query) => {
+        try {
+          return { query, structure: parseJql(query) };
+        } catch (e) {
+          return { query, errors: [(e as Error).message] };
+        }
+      }),
+    });
+  });
+
+  http.route('POST', '/rest/api/3/search/jql', async (ctx: Ctx) => {
+    const body = (await readJson(ctx.req)) as {
+      jql?: string;
+      nextPageToken?: string;
+      maxResults?: number;
+      fields?: string[];
+    };
+    const jql = body.jql ?? '';
+    queries.push(jql);
+    let parsed;
+    try {
+      parsed = parseJql(jql);
+    } catch (e) {
+      return error(ctx.res, ctx.meta, 400, (e as Error).message);
+    }
+    const me = ctx.cred.accountId;
+    let found: FakeJiraIssue[];
+    try {
+      found = world.issues.filter(
+        (i) =>
+          canBrowse(projectOf(i).key) &&
+          (parsed.where === undefined || matches(parsed.where, fieldValues(i), me)),
+      );
+    } catch (e) {
+      if (e instanceof JqlError) return error(ctx.res, ctx.meta, 400, e.message);
+      throw e;
+    }
+    for (const { field, direction } of [...(parsed.orderBy?.fields ?? [])].reverse()) {
+      const key = (i: FakeJiraIssue) => fieldValues(i)(field.name.toLowerCase())?.[0] ?? '';
+      found.sort(
+        (a, b) =>
+          (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0) * (direction === 'desc' ? -1 : 1),
+      );
+    }
+    const start =
+      body.nextPageToken === undefined
+        ? 0
+        : Number(Buffer.from(body.nextPageToken, 'base64url').toString().split(':')[1]);
+    const size = Math.min(5_000, Math.max(1, body.maxResults ?? 50));
+    const page = found.slice(start, start + size);
+    const isLast = start + size >= found.length;
+    send(ctx.res, ctx.meta, 200, {
+      issues: page.map((i) => issueObject(i, body.fields)),
+      isLast,
+      ...(isLast
+        ? {}
+        : { nextPageToken: Buffer.from(`page:${start + size}`).toString('base64url') }),
+    });
+  });
+
+  http.route('GET', '/rest/api/3/issue/{issueIdOrKey}', ({ res, meta, params, url }) => {
+    const i = findIssue(decodeURIComponent(params[0] ?? ''));
+    if (i === undefined || !canBrowse(projectOf(i).key)) {
+      return error(res, meta, 404, 'Issue does not exist or you do not have permission to see it.');
+    }
+    // Repeated (fields=a&fields=b) or comma-separated, as clients send them.
+    const listed = url.searchParams.getAll('fields').flatMap((f) => f.split(','));
+    const fields = listed.length === 0 ? undefined : listed;
+    send(res, meta, 200, issueObject(i, fields));
+  });
+
+  http.route('GET', '/rest/api/3/issue/{issueIdOrKey}/comment', ({ res, meta, params, url }) => {
+    const i = findIssue(decodeURIComponent(params[0] ?? ''));
+    if (i === undefined || !canBrowse(projectOf(i).key)) {
+      return error(res, meta, 404, 'Issue does not exist or you do not have permission to see it.');
+    }
+    const startAt = Number(url.searchParams.get('startAt') ?? 0);
+    const maxResults = Number(url.searchParams.get('maxResults') ?? 50);
+    send(res, meta, 200, {
+      startAt,
+      maxResults,
+      total: i.comments.length,
+      comments: i.comments.slice(startAt, startAt + maxResults).map((c) => ({
+        self: `${base}/rest/api/3/issue/${i.id}/comment/${c.id}`,
+        id: c.id,
+        author: user(c.author),
+        body: c.body,
+        created: c.created,
+        updated: c.created,
+      })),
+    });
+  });
+
+  http.route('GET', '/rest/api/3/user/search', ({ res, meta, url }) => {
+    const q = (url.searchParams.get('query') ?? '').toLowerCase();
+    send(
+      res,
+      meta,
+      200,
+      world.users
+        .filter(
+          (u) =>
+            q !== '' &&
+            (u.displayName.toLowerCase().includes(q) ||
+              (u.emailAddress ?? '').toLowerCase().includes(q)),
+        )
+        .map((u) => user(u.accountId)),
+    );
+  });
+
+  base = await http.listen();
+  return {
+    url: base,
+    world,
+    requests: http.requests,
+    responses: http.responses,
+    queries,
+    fail: (f) => http.fail(f),
+    issue: (key) => {
+      const i = findIssue(key);
+      if (i === undefined) throw new Error(`no issue ${key} in the fake`);
+      return i;
+    },
+    move: (key, project) => {
+      const i = findIssue(key)!;
+      const n =
+        Math.max(
+          0,
+          ...world.issues
+            .filter((x) => x.key.startsWith(`${project}-`))
+            .map((x) => Number(x.key.split('-')[1])),
+        ) + 1;
+      i.previousKeys = [...(i.previousKeys ?? []), i.key];
+      i.key = `${project}-${n}`;
+      return i.key;
+    },
+    close: () => http.close(),
+  };
+}
+
+/** A small Jira site: two projects the server may use, one it may not, a reserved-word key. */
+export function jiraSeed(): JiraWorld {
+  const doc = (text: string): Adf => ({
+    type: 'doc',
+    version: 1,
+    content: [{ type: 'paragraph', content: [{ type: 'text', text }] }],
+  });
+  const types = [
+    { id: '10001', name: 'Bug' },
+    { id: '10002', name: 'Task' },
+    { id: '10003', name: 'Sub-task', subtask: true },
+  ];
+  const at = (day: number) =>
+    new Date(Date.UTC(2026, 10, day, 9)).toISOString().replace('Z', '+0000');
+  return {
+    users: [
+      { accountId: '557058:alice', displayName: 'Alice Adams', emailAddress: 'alice@acme.example' },
+      { accountId: '557058:bob', displayName: 'Bob Brown', emailAddress: 'bob@acme.example' },
+      { accountId: '557058:bot', displayName: 'Gatehouse Bot', emailAddress: 'bot@acme.example' },
+    ],
+    projects: [
+      { id: '10000', key: 'OPS', name: 'Operations', issueTypes: types },
+      { id: '10010', key: 'WEB', name: 'Website', issueTypes: types },
+      { id: '10020', key: 'HR', name: 'People (confidential)', issueTypes: types },
+      { id: '10030', key: 'AND', name: 'A reserved word', issueTypes: types },
+    ],
+    issues: [
+      {
+        id: '1',
+        key: 'OPS-1',
+        summary: 'Database failover drill',
+        description: doc('Run the **drill** on Friday.'),
+        status: 'To Do',
+        statusCategory: 'To Do',
+        issuetype: 'Task',
+        priority: 'Medium',
+        labels: ['drill'],
+        assignee: '557058:alice',
+        reporter: '557058:bob',
+        created: at(1),
+        updated: at(5),
+        comments: [
+          { id: '100', author: '557058:bob', body: doc('Scheduled for 14:00.'), created: at(2) },
+        ],
+      },
+      {
+        id: '2',
+        key: 'OPS-2',
+        summary: 'Disk full on db-7',
+        description: doc('Alerts since 03:00'),
+        status: 'In Progress',
+        statusCategory: 'In Progress',
+        issuetype: 'Bug',
+        priority: 'High',
+        labels: ['incident', 'db'],
+        assignee: '557058:bot',
+        reporter: '557058:alice',
+        created: at(3),
+        updated: at(6),
+        comments: [],
+      },
+      {
+        id: '3',
+        key: 'WEB-1',
+        summary: 'Login page typo',
+        description: null,
+        status: 'Done',
+        statusCategory: 'Done',
+        issuetype: 'Bug',
+        priority: 'Low',
+        labels: [],
+        assignee: null,
+        reporter: '557058:alice',
+        created: at(4),
+        updated: at(4),
+        comments: [],
+      },
+      {
+        id: '4',
+        key: 'HR-1',
+        summary: 'Salary review (confidential)',
+        description: doc('Numbers inside'),
+        status: 'To Do',
+        statusCategory: 'To Do',
+        issuetype: 'Task',
+        priority: 'High',
+        labels: ['confidential'],
+        assignee: '557058:alice',
+        reporter: '557058:alice',
+        created: at(2),
+        updated: at(2),
+        comments: [],
+      },
+      {
+        id: '5',
+        key: 'AND-1',
+        summary: 'Reserved-word project key',
+        description: null,
+        status: 'To Do',
+        statusCategory: 'To Do',
+        issuetype: 'Task',
+        priority: 'Low',
+        labels: [],
+        assignee: null,
+        reporter: '557058:bob',
+        created: at(1),
+        updated: at(1),
+        comments: [],
+      },
+    ],
+  };
+}

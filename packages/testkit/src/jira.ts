@@ -1,0 +1,14 @@
+/** `@gatehouse/testkit/jira`: a loopback Jira Cloud REST v3 with a real JQL subset, its seed site. */
+export { jiraSeed, startJiraFake } from './jira-fake.js';
+export type {
+  Adf,
+  FakeJiraComment,
+  FakeJiraIssue,
+  FakeJiraProject,
+  FakeJiraUser,
+  JiraFake,
+  JiraFakeOptions,
+  JiraWorld,
+} from './jira-fake.js';
+export { JqlError, matches, parseJql } from './jira-jql.js';
+export type { JqlClause, JqlOperand, JqlQuery } from './jira-jql.js';

@@ -1,0 +1,168 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
+import { ConfigError, UpstreamError, withRetry } from '@gatehouse/core';
+import type { Logger } from '@gatehouse/core';
+import { createUpstreamErrors, mayWait, sleep, timedFetch } from '@gatehouse/core/saas';
+import type { UpstreamProfile } from '@gatehouse/core/saas';
+import { createCloudClient } from 'jira.js/cloud';
+import { isApiError, isNetworkError, isRateLimitError } from 'jira.js/core';
+import type { JiraConfig } from './config.js';
+
+export type JiraApi = ReturnType<typeof createCloudClient>;
+
+/** What a call passes down to every request: its abort signal and deadline. */
+export interface CallBounds {
+  readonly signal: AbortSignal;
+  readonly deadline: number;
+}
+
+function fieldErrors(data: unknown): string[] {
+  const errors = (data as { errors?: Record<string, unknown> } | undefined)?.errors;
+  return errors === undefined
+    ? []
+    : Object.entries(errors).map(([field, problem]) => `${field}: ${String(problem)}`);
+}
+
+/** Jira, as the kit's upstream error mapping needs to know it. */
+export const JIRA_UPSTREAM: UpstreamProfile = {
+  service: 'Jira',
+  timeoutVariable: 'JIRA_REQUEST_TIMEOUT_MS',
+  requestIdHeader: 'atl-traceid',
+  notFound: 'no such issue or project, or this server cannot see it',
+  fieldErrors,
+};
+const toUpstream = createUpstreamErrors(JIRA_UPSTREAM);
+
+/** What the model sees of a failed Jira call. */
+export function jiraError(error: unknown): UpstreamError {
+  if (error instanceof UpstreamError) return error;
+  if (isRateLimitError(error)) {
+    const seconds =
+      error.retryAfterMs === undefined ? undefined : Math.ceil(error.retryAfterMs / 1000);
+    return toUpstream({
+      status: 429,
+      headers: seconds === undefined ? {} : { 'retry-after': String(seconds) },
+      cause: error,
+    });
+  }
+  if (isApiError(error))
+    return toUpstream({ status: error.status, data: error.body, cause: error });
+  const cause = isNetworkError(error) ? (error.cause ?? error) : error;
+  return toUpstream({ message: (cause as Error).message, cause });
+}
+
+/**
+ * jira.js calls the global `fetch` and takes neither a timeout nor a signal. For requests to the
+ * configured Jira site only, the process's fetch applies JIRA_REQUEST_TIMEOUT_MS (the kit's
+ * timedFetch) and the running call's signal (carried by AsyncLocalStorage); every other request
+ * passes through untouched.
+ */
+const sites = new Map<string, number>();
+const callSignal = new AsyncLocalStorage<AbortSignal>();
+let installed = false;
+function boundJiraFetch(origin: string, timeoutMs: number): void {
+  sites.set(origin, timeoutMs);
+  if (installed) return;
+  installed = true;
+  const original = globalThis.fetch;
+  globalThis.fetch = (input, init) => {
+    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+    const ms = sites.get(new URL(href).origin);
+    if (ms === undefined) return original(input, init);
+    const call = callSignal.getStore();
+    const signal =
+      call === undefined
+        ? init?.signal
+        : init?.signal
+          ? AbortSignal.any([init.signal, call])
+          : call;
+    return timedFetch(ms, original)(input, { ...init, ...(signal ? { signal } : {}) });
+  };
+}
+
+/** How the client waits; tests shorten a rate limit's second. */
+export interface JiraOptions {
+  readonly secondMs?: number;
+  /** Tests: 'throw' to fail on any response that breaks jira.js's schemas. */
+  readonly onSchemaMismatch?: 'warn' | 'throw';
+}
+
+/** The Jira Cloud client (jira.js 6) and the one way every call goes through it. */
+export class Jira {
+  readonly api: JiraApi;
+  readonly #secondMs: number;
+
+  constructor(
+    config: JiraConfig,
+    private readonly logger: Logger,
+    options: JiraOptions = {},
+  ) {
+    const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
+    if (basic && config.JIRA_OAUTH_TOKEN !== undefined) {
+      throw new ConfigError([
+        'JIRA_OAUTH_TOKEN: set either JIRA_EMAIL and JIRA_API_TOKEN or JIRA_OAUTH_TOKEN, not both',
+      ]);
+    }
+    if (basic && (config.JIRA_EMAIL === undefined || config.JIRA_API_TOKEN === undefined)) {
+      throw new ConfigError([
+        'JIRA_API_TOKEN: an API token needs both JIRA_EMAIL and JIRA_API_TOKEN',
+      ]);
+    }
+    if (!basic && config.JIRA_OAUTH_TOKEN === undefined) {
+      throw new ConfigError([
+        'JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0',
+      ]);
+    }
+    const host = config.JIRA_URL.replace(/\/$/, '');
+    boundJiraFetch(new URL(host).origin, config.JIRA_REQUEST_TIMEOUT_MS);
+    this.api = createCloudClient({
+      host,
+      auth: basic
+        ? { type: 'basic', email: config.JIRA_EMAIL!, apiToken: config.JIRA_API_TOKEN! }
+        : { type: 'bearer', token: config.JIRA_OAUTH_TOKEN! },
+      headers: { 'User-Agent': 'gatehouse-jira' },
+      onSchemaMismatch:
+        options.onSchemaMismatch === 'throw'
+          ? 'throw'
+          : (report: unknown) =>
+              logger.debug({ report }, 'a Jira response differs from its schema'),
+    });
+    this.#secondMs = options.secondMs ?? 1_000;
+  }
+
+  /**
+   * One Jira call under the call's bounds: failures mapped for the model; reads retried through
+   * passing failures (never a write: a 504 after a commit would create twice); a rate limit
+   * waited out once when the wait ends before the deadline, else the wait in the error.
+   */
+  async call<T>(
+    bounds: CallBounds,
+    kind: 'read' | 'write',
+    fn: (api: JiraApi) => Promise<T>,
+  ): Promise<T> {
+    let waited = 0;
+    return withRetry(
+      async () => {
+        for (;;) {
+          try {
+            return await callSignal.run(bounds.signal, () => fn(this.api));
+          } catch (error) {
+            if (bounds.signal.aborted) throw bounds.signal.reason as Error;
+            const mapped = jiraError(error);
+            const wait = mapped.status === 429 ? mapped.retryAfterSeconds : undefined;
+            if (wait === undefined || !mayWait(wait, { deadline: bounds.deadline, waited }))
+              throw mapped;
+            this.logger.warn({ retryAfter: wait }, 'Jira rate limit reached');
+            waited++;
+            await sleep(wait * this.#secondMs, bounds.signal);
+          }
+        }
+      },
+      {
+        idempotent: kind === 'read',
+        signal: bounds.signal,
+        deadline: bounds.deadline,
+        shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
+      },
+    );
+  }
+}

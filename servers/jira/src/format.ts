@@ -1,0 +1,135 @@
+import { PolicyError, ToolError } from '@gatehouse/core';
+import { TargetScope } from '@gatehouse/core/saas';
+import convert from 'adf-to-md';
+import * as z from 'zod';
+import type { JiraConfig } from './config.js';
+
+export const ISSUE_KEY = /^([A-Z][A-Z0-9_]{1,19})-([1-9]\d{0,9})$/;
+
+/** The projects the server may touch: JIRA_PROJECTS ∩ the `jira:` allow-list patterns. */
+export function projectScope(config: JiraConfig): TargetScope {
+  return new TargetScope({
+    kind: 'jira',
+    variable: 'JIRA_PROJECTS',
+    noun: 'project',
+    configured: config.JIRA_PROJECTS,
+    allowTargets: config.GATEHOUSE_ALLOW_TARGETS,
+  });
+}
+
+/** A project argument inside the scope, or the refusal (before any request). */
+export function allowedProject(scope: TargetScope, key: string): string {
+  const upper = key.trim().toUpperCase();
+  if (!scope.allows(upper)) {
+    throw new PolicyError(
+      'jira_project_allow_list',
+      `${key} is not one of this server's projects (${scope.describe()}).`,
+      {
+        code: 'project_not_allowed',
+      },
+    );
+  }
+  return upper;
+}
+
+/** An issue key whose project is inside the scope, or the refusal (before any request). */
+export function allowedKey(scope: TargetScope, key: string): string {
+  const upper = key.trim().toUpperCase();
+  const m = ISSUE_KEY.exec(upper);
+  if (m === null)
+    throw new ToolError(`"${key}" is not an issue key; use PROJECT-123.`, { code: 'invalid_key' });
+  allowedProject(scope, m[1]!);
+  return upper;
+}
+
+/** The project an answer says the issue is in must be in scope too (keys move between projects). */
+export function requireInScope(scope: TargetScope, asked: string, issue: JiraIssue): void {
+  const project = issue.fields?.project?.key ?? issue.key?.split('-')[0] ?? '';
+  if (scope.allows(project)) return;
+  throw new PolicyError(
+    'jira_project_allow_list',
+    `${asked} is now ${issue.key ?? 'in another project'}, outside this server's projects (${scope.describe()}).`,
+  );
+}
+
+/** An issue as jira.js returns it (the fields the server reads). */
+export interface JiraIssue {
+  key?: string;
+  fields?: {
+    summary?: string;
+    description?: unknown;
+    status?: { name?: string; statusCategory?: { name?: string } };
+    issuetype?: { name?: string };
+    priority?: { name?: string };
+    labels?: string[];
+    assignee?: { displayName?: string } | null;
+    reporter?: { displayName?: string } | null;
+    project?: { key?: string };
+    created?: string | Date;
+    updated?: string | Date;
+  } & Record<string, unknown>;
+}
+
+export const IssueViewSchema = z.object({
+  key: z.string(),
+  summary: z.string(),
+  status: z.string(),
+  status_category: z.string(),
+  type: z.string(),
+  priority: z.string().nullable(),
+  labels: z.array(z.string()),
+  assignee: z.string().nullable(),
+  reporter: z.string().nullable(),
+  created: z.string(),
+  updated: z.string(),
+  url: z.string(),
+});
+export type IssueView = z.infer<typeof IssueViewSchema>;
+
+/** The fields a view needs from Jira. */
+export const VIEW_FIELDS = [
+  'summary',
+  'status',
+  'issuetype',
+  'priority',
+  'labels',
+  'assignee',
+  'reporter',
+  'project',
+  'created',
+  'updated',
+];
+
+const iso = (d: string | Date | undefined) => (d === undefined ? '' : new Date(d).toISOString());
+
+export function issueView(site: string, i: JiraIssue): IssueView {
+  const f = i.fields ?? {};
+  return {
+    key: i.key ?? '',
+    summary: f.summary ?? '',
+    status: f.status?.name ?? '',
+    status_category: f.status?.statusCategory?.name ?? '',
+    type: f.issuetype?.name ?? '',
+    priority: f.priority?.name ?? null,
+    labels: f.labels ?? [],
+    assignee: f.assignee?.displayName ?? null,
+    reporter: f.reporter?.displayName ?? null,
+    created: iso(f.created),
+    updated: iso(f.updated),
+    url: `${site.replace(/\/$/, '')}/browse/${i.key ?? ''}`,
+  };
+}
+
+export function issueLine(v: IssueView): string {
+  return `${v.key} [${v.status}] ${v.summary} (${v.type}${v.priority === null ? '' : `, ${v.priority}`}${v.assignee === null ? ', unassigned' : `, ${v.assignee}`}${v.labels.length === 0 ? '' : `; ${v.labels.join(', ')}`})`;
+}
+
+/** ADF as Markdown (what adf-to-md cannot express is dropped); empty for no document. */
+export function adfToMarkdown(doc: unknown): string {
+  if (doc === null || doc === undefined) return '';
+  try {
+    return convert.convert(doc).result;
+  } catch {
+    return '';
+  }
+}

@@ -1,0 +1,38 @@
+import { ToolError } from '@gatehouse/core';
+import type { CallBounds, Jira } from './client.js';
+import { quote } from './jql.js';
+
+/**
+ * A person as the model names them — "me", "unassigned", a name or an e-mail — as a JQL value:
+ * `currentUser()`, `EMPTY`, or the quoted account id Jira's user search found. An ambiguous or
+ * unknown name is a clear error listing who matched.
+ */
+export async function personJql(
+  jira: Jira,
+  bounds: CallBounds,
+  who: string,
+  role: string,
+): Promise<string> {
+  const w = who.trim();
+  if (/^me$/i.test(w)) return 'currentUser()';
+  if (/^unassigned$/i.test(w)) {
+    if (role !== 'assignee') throw new ToolError(`"unassigned" applies to the assignee only.`);
+    return 'EMPTY';
+  }
+  const users = await jira.call(bounds, 'read', (api) =>
+    api.userSearch.findUsers({ query: w, maxResults: 10 }),
+  );
+  const exact = users.filter(
+    (u) =>
+      u.displayName?.toLowerCase() === w.toLowerCase() ||
+      u.emailAddress?.toLowerCase() === w.toLowerCase(),
+  );
+  const pick = exact.length === 1 ? exact : users;
+  if (pick.length === 1 && pick[0]!.accountId !== undefined) return quote(pick[0]!.accountId);
+  if (pick.length === 0)
+    throw new ToolError(`No Jira user matches "${w}" for ${role}.`, { code: 'user_not_found' });
+  throw new ToolError(
+    `"${w}" matches several people for ${role}: ${pick.map((u) => u.displayName ?? u.accountId).join(', ')}. Use a full name or e-mail.`,
+    { code: 'user_ambiguous' },
+  );
+}

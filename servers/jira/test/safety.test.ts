@@ -1,0 +1,95 @@
+import type { JiraFake } from '@gatehouse/testkit/jira';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectJira, expectNoSchemaDrift, keys, startFake, text } from './helpers.ts';
+import type { JiraHarness } from './helpers.ts';
+
+// The project allow-list on every path, and JQL from the model that cannot reach another project
+// — against the fake's real JQL evaluation, so a hole would show as HR-1 in the results.
+
+let fake: JiraFake;
+let h: JiraHarness;
+beforeAll(async () => {
+  fake = await startFake();
+  h = await connectJira(fake);
+});
+afterAll(async () => {
+  await h?.close();
+  expectNoSchemaDrift();
+  await fake?.close();
+});
+const search = (args: Record<string, unknown>) =>
+  h.client.callTool({ name: 'jira_search_issues', arguments: args });
+
+describe('JQL from the model never leaves the allowed projects', () => {
+  it.each([
+    ['an OR that widens the scope', 'labels = incident OR labels = confidential'],
+    ['naming a project', 'project = HR'],
+    ['a project in a list', 'project in (HR, OPS)'],
+    ['a key of another project', 'key = HR-1 OR key = OPS-1'],
+    ['closing a quote in a value', 'summary ~ "x" ) OR project = HR OR (summary ~ "y"'],
+    ['a smuggled ORDER BY', 'labels = drill ORDER BY key) OR project = HR'],
+    ['NOT around the scope', 'NOT labels = nothing'],
+    [
+      'a value with a backslash and quote',
+      'summary ~ "Salary\\" OR project = HR OR summary ~ \\"x"',
+    ],
+    ['an empty condition that matches all', 'assignee IS EMPTY OR assignee IS NOT EMPTY'],
+  ])('%s', async (_, jql) => {
+    const result = await search({ jql });
+    expect(keys(result)).not.toContain('HR-1');
+    const sent = fake.queries.at(-1) ?? '';
+    if (!result.isError)
+      expect(sent.startsWith('project IN ("OPS", "WEB", "AND") AND (')).toBe(true);
+    expect(JSON.stringify(result)).not.toMatch(/Salary review/);
+  });
+
+  it('refuses JQL Jira cannot parse, with Jira’s words, and sends no search', async () => {
+    const before = fake.queries.length;
+    const result = await search({ jql: 'summary ~ "unclosed' });
+    expect(text(result)).toMatch(/^Jira refused the JQL: .*quoted string/);
+    expect(fake.queries.length).toBe(before);
+  });
+
+  it('keeps the model’s ORDER BY, checked, inside the scope', async () => {
+    const result = await search({ jql: 'labels in (drill, incident) ORDER BY key ASC' });
+    expect(keys(result)).toEqual(['OPS-1', 'OPS-2']);
+    expect(fake.queries.at(-1)).toBe(
+      'project IN ("OPS", "WEB", "AND") AND (labels IN ("drill", "incident")) ORDER BY key ASC',
+    );
+  });
+
+  it('quotes every value, so a reserved-word project key works', async () => {
+    expect(keys(await search({ project: 'AND' }))).toEqual(['AND-1']);
+    expect(fake.queries.at(-1)).toBe('project IN ("AND") ORDER BY updated DESC');
+  });
+});
+
+describe('the project allow-list, before any request', () => {
+  it.each([
+    ['a project filter outside the list', 'jira_search_issues', { project: 'HR' }],
+    ['an issue of another project', 'jira_get_issue', { key: 'HR-1' }],
+  ])('refuses %s', async (_, name, args) => {
+    const before = fake.requests.length;
+    const result = await h.client.callTool({ name, arguments: args });
+    expect(text(result)).toMatch(/is not one of this server's projects \(OPS, WEB, AND\)/);
+    expect(fake.requests.length).toBe(before);
+    expect(h.records.at(-1)!.policy?.rule).toBe('jira_project_allow_list');
+  });
+
+  it('refuses an issue whose key moved out of the allowed projects', async () => {
+    fake.move('WEB-1', 'HR');
+    const result = await h.client.callTool({ name: 'jira_get_issue', arguments: { key: 'WEB-1' } });
+    expect(text(result)).toMatch(/^WEB-1 is now HR-\d+, outside this server's projects/);
+    expect(keys(await search({}))).not.toContain('WEB-1');
+  });
+
+  it('narrows further with GATEHOUSE_ALLOW_TARGETS', async () => {
+    const narrow = await connectJira(fake, { GATEHOUSE_ALLOW_TARGETS: 'jira:OPS' });
+    try {
+      const result = await narrow.client.callTool({ name: 'jira_search_issues', arguments: {} });
+      expect(keys(result).every((k) => k.startsWith('OPS-'))).toBe(true);
+    } finally {
+      await narrow.close();
+    }
+  });
+});

@@ -1,0 +1,79 @@
+import type { JiraFake } from '@gatehouse/testkit/jira';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectJira, expectNoSchemaDrift, keys, startFake, text } from './helpers.ts';
+import type { JiraHarness } from './helpers.ts';
+
+// Search and get through a real MCP client, both eras, against a fake that really evaluates JQL.
+
+describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) => {
+  let fake: JiraFake;
+  let h: JiraHarness;
+  beforeAll(async () => {
+    fake = await startFake();
+    h = await connectJira(fake, {}, era);
+  });
+  afterAll(async () => {
+    await h?.close();
+    expectNoSchemaDrift();
+    await fake?.close();
+  });
+  const search = (args: Record<string, unknown>) =>
+    h.client.callTool({ name: 'jira_search_issues', arguments: args });
+
+  it('searches only the allowed projects, newest update first', async () => {
+    const result = await search({});
+    expect(keys(result)).toEqual(['OPS-2', 'OPS-1', 'WEB-1', 'AND-1']);
+    expect((result.structuredContent as { jql: string }).jql).toBe(
+      'project IN ("OPS", "WEB", "AND") ORDER BY updated DESC',
+    );
+    expect(text(result)).toMatch(/untrusted-data-/);
+  });
+
+  it('filters by status category, people (me, unassigned, a name), labels, type, priority, dates, words', async () => {
+    expect(keys(await search({ status_category: 'In Progress' }))).toEqual(['OPS-2']);
+    expect(keys(await search({ assignee: 'me' }))).toEqual(['OPS-2']);
+    expect(keys(await search({ assignee: 'unassigned' }))).toEqual(['WEB-1', 'AND-1']);
+    expect(keys(await search({ assignee: 'Alice Adams' }))).toEqual(['OPS-1']);
+    expect(keys(await search({ reporter: 'alice@acme.example' }))).toEqual(['OPS-2', 'WEB-1']);
+    expect(keys(await search({ labels: ['incident'] }))).toEqual(['OPS-2']);
+    expect(keys(await search({ type: 'Bug', priority: ['Low'] }))).toEqual(['WEB-1']);
+    expect(keys(await search({ updated_since: '2026-11-05' }))).toEqual(['OPS-2', 'OPS-1']);
+    expect(keys(await search({ text: 'failover drill' }))).toEqual(['OPS-1']);
+    expect(keys(await search({ project: 'and' }))).toEqual(['AND-1']);
+  });
+
+  it('says clearly when a person is unknown or ambiguous', async () => {
+    expect(text(await search({ assignee: 'Zed' }))).toBe(
+      'No Jira user matches "Zed" for assignee.',
+    );
+    expect(text(await search({ assignee: 'acme' }))).toMatch(
+      /^"acme" matches several people for assignee: Alice Adams, Bob Brown/,
+    );
+  });
+
+  it('pages with a cursor bound to its query', async () => {
+    const first = await search({ limit: 2 });
+    const { next_cursor } = first.structuredContent as { next_cursor?: string };
+    expect(keys(first)).toEqual(['OPS-2', 'OPS-1']);
+    expect(next_cursor).toBeDefined();
+    expect(keys(await search({ limit: 2, cursor: next_cursor }))).toEqual(['WEB-1', 'AND-1']);
+    expect(text(await search({ limit: 2, cursor: next_cursor, labels: ['x'] }))).toMatch(
+      /cursor belongs to another search/,
+    );
+  });
+
+  it('gets an issue with its description and comments as Markdown', async () => {
+    const result = await h.client.callTool({ name: 'jira_get_issue', arguments: { key: 'ops-1' } });
+    expect(result.structuredContent).toMatchObject({
+      issue: {
+        key: 'OPS-1',
+        status: 'To Do',
+        assignee: 'Alice Adams',
+        url: `${fake.url}/browse/OPS-1`,
+      },
+      description: 'Run the **drill** on Friday.',
+      comments: [{ author: 'Bob Brown', body: 'Scheduled for 14:00.' }],
+      comments_total: 1,
+    });
+  });
+});
