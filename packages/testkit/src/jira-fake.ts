@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { HttpFake, readJson } from './http-fake.js';
 import type { FakeFailure, FakeResponse, RouteContext } from './http-fake.js';
+import { validateAdf } from './jira-adf.js';
 import { JqlError, matches, parseJql } from './jira-jql.js';
 
 /**
@@ -26,6 +27,7 @@ export interface FakeJiraComment {
   author: string;
   body: Adf;
   created: string;
+  properties?: Record<string, unknown>;
 }
 
 export interface FakeJiraIssue {
@@ -45,6 +47,8 @@ export interface FakeJiraIssue {
   comments: FakeJiraComment[];
   /** Keys it had before it moved to another project. */
   previousKeys?: string[];
+  /** Issue entity properties (key → value). */
+  properties?: Record<string, unknown>;
 }
 
 export interface FakeJiraProject {
@@ -52,6 +56,8 @@ export interface FakeJiraProject {
   key: string;
   name: string;
   issueTypes: Array<{ id: string; name: string; subtask?: boolean }>;
+  /** Fields a create must set beyond project, type and summary (by issue type name). */
+  required?: Record<string, string[]>;
 }
 
 export interface JiraWorld {
@@ -76,11 +82,33 @@ export interface JiraFake {
   readonly responses: FakeResponse[];
   /** Every JQL query the fake evaluated, as received. */
   readonly queries: string[];
+  /** ADF documents sent to it that break the official ADF schema (they were refused). */
+  readonly adfProblems: string[];
   fail(failure: FakeFailure): void;
   issue(key: string): FakeJiraIssue;
   /** Moves an issue to another project, as Jira does: a new key, the old one still resolves. */
   move(key: string, project: string): string;
   close(): Promise<void>;
+}
+
+/** A search request, from a POST body or a GET query. */
+interface SearchBody {
+  jql?: string;
+  nextPageToken?: string;
+  maxResults?: number;
+  fields?: string[];
+}
+
+/** The fields of a create or edit request, as the fake reads them. */
+interface FieldsIn {
+  project?: { key?: string; id?: string };
+  issuetype?: { id?: string; name?: string };
+  summary?: unknown;
+  description?: unknown;
+  priority?: { name?: string };
+  labels?: unknown;
+  assignee?: { accountId?: string } | null;
+  [field: string]: unknown;
 }
 
 const PERMISSIONS = [
@@ -99,7 +127,22 @@ const CATEGORY = {
 export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake> {
   const { world } = options;
   const queries: string[] = [];
+  const adfProblems: string[] = [];
   let base = '';
+  let nextId = 1000;
+  const now = () => new Date().toISOString().replace('Z', '+0000');
+  /** Jira refuses an ADF document that breaks the schema (and the tests see it). */
+  const badAdf = (doc: unknown, field: string): string | undefined => {
+    const problems = validateAdf(doc);
+    if (problems.length === 0) return undefined;
+    adfProblems.push(`${field}: ${problems.join('; ')}`);
+    return `${field}: Operation value must be an Atlassian Document (${problems[0]})`;
+  };
+  const TRANSITIONS = [
+    { id: '11', name: 'To Do', to: 'To Do', category: 'To Do' as const },
+    { id: '21', name: 'Start progress', to: 'In Progress', category: 'In Progress' as const },
+    { id: '31', name: 'Done', to: 'Done', category: 'Done' as const },
+  ];
   const credentialOf = (req: IncomingMessage) => {
     const header = req.headers.authorization ?? '';
     const [scheme, value = ''] = header.split(' ');
@@ -238,8 +281,19 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
           return [i.created.toLowerCase()];
         case 'updated':
           return [i.updated.toLowerCase()];
-        default:
-          return undefined;
+        default: {
+          // issue.property[KEY].path: an issue entity property's value.
+          const property = /^issue\.property\[([^\]]+)\]\.(.+)$/.exec(field);
+          if (property === null) return undefined;
+          const value = (i.properties?.[property[1]!] as Record<string, unknown> | undefined)?.[
+            property[2]!
+          ];
+          return [
+            typeof value === 'string' || typeof value === 'number'
+              ? String(value).toLowerCase()
+              : null,
+          ];
+        }
       }
     };
   const findIssue = (keyOrId: string) =>
@@ -288,13 +342,8 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     });
   });
 
-  http.route('POST', '/rest/api/3/search/jql', async (ctx: Ctx) => {
-    const body = (await readJson(ctx.req)) as {
-      jql?: string;
-      nextPageToken?: string;
-      maxResults?: number;
-      fields?: string[];
-    };
+  /** POST with a JSON body, or GET with the query (as some clients send it). */
+  const searchJql = (ctx: Ctx, body: SearchBody): void => {
     const jql = body.jql ?? '';
     queries.push(jql);
     let parsed;
@@ -336,6 +385,21 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         ? {}
         : { nextPageToken: Buffer.from(`page:${start + size}`).toString('base64url') }),
     });
+  };
+  http.route('POST', '/rest/api/3/search/jql', async (ctx: Ctx) =>
+    searchJql(ctx, await readJson(ctx.req)),
+  );
+  http.route('GET', '/rest/api/3/search/jql', (ctx: Ctx) => {
+    const q = ctx.url.searchParams;
+    const fields = q.getAll('fields').flatMap((f) => f.split(','));
+    const token = q.get('nextPageToken');
+    const max = q.get('maxResults');
+    searchJql(ctx, {
+      jql: q.get('jql') ?? '',
+      ...(token === null ? {} : { nextPageToken: token }),
+      ...(max === null ? {} : { maxResults: Number(max) }),
+      ...(fields.length === 0 ? {} : { fields }),
+    });
   });
 
   http.route('GET', '/rest/api/3/issue/{issueIdOrKey}', ({ res, meta, params, url }) => {
@@ -367,6 +431,14 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         body: c.body,
         created: c.created,
         updated: c.created,
+        ...(url.searchParams.get('expand')?.includes('properties')
+          ? {
+              properties: Object.entries(c.properties ?? {}).map(([key, value]) => ({
+                key,
+                value,
+              })),
+            }
+          : {}),
       })),
     });
   });
@@ -388,6 +460,294 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     );
   });
 
+  const browsable = (ctx: Ctx, keyOrId: string) => {
+    const i = findIssue(decodeURIComponent(keyOrId));
+    if (i === undefined || !canBrowse(projectOf(i).key)) {
+      error(
+        ctx.res,
+        ctx.meta,
+        404,
+        'Issue does not exist or you do not have permission to see it.',
+      );
+      return undefined;
+    }
+    return i;
+  };
+  const allowed = (ctx: Ctx, project: string, permission: string): boolean => {
+    if (!(options.denied?.[project] ?? []).includes(permission)) return true;
+    error(
+      ctx.res,
+      ctx.meta,
+      403,
+      `You do not have permission (${permission}) in project ${project}.`,
+    );
+    return false;
+  };
+
+  http.route(
+    'GET',
+    '/rest/api/3/issue/createmeta/{projectIdOrKey}/issuetypes',
+    ({ res, meta, params }) => {
+      const p = world.projects.find((x) => x.key === params[0] || x.id === params[0]);
+      if (p === undefined || !canBrowse(p.key))
+        return error(res, meta, 404, 'No project could be found with key.');
+      send(res, meta, 200, {
+        startAt: 0,
+        maxResults: 50,
+        total: p.issueTypes.length,
+        issueTypes: p.issueTypes.map((t) => ({
+          self: `${base}/rest/api/3/issuetype/${t.id}`,
+          id: t.id,
+          name: t.name,
+          subtask: t.subtask === true,
+          description: '',
+        })),
+      });
+    },
+  );
+
+  http.route(
+    'GET',
+    '/rest/api/3/issue/createmeta/{projectIdOrKey}/issuetypes/{issueTypeId}',
+    ({ res, meta, params }) => {
+      const p = world.projects.find((x) => x.key === params[0] || x.id === params[0]);
+      const t = p?.issueTypes.find((x) => x.id === params[1]);
+      if (p === undefined || t === undefined || !canBrowse(p.key))
+        return error(res, meta, 404, 'Issue type not found.');
+      const field = (
+        fieldId: string,
+        name: string,
+        required: boolean,
+        schema: Record<string, unknown>,
+        allowedValues?: string[],
+      ) => ({
+        fieldId,
+        key: fieldId,
+        name,
+        required,
+        hasDefaultValue: false,
+        operations: ['set'],
+        schema,
+        ...(allowedValues === undefined
+          ? {}
+          : {
+              allowedValues: allowedValues.map((v, n) => ({
+                id: String(n + 1),
+                name: v,
+                self: `${base}/rest/api/3/priority/${n + 1}`,
+              })),
+            }),
+      });
+      const extra = new Set(p.required?.[t.name] ?? []);
+      const fields = [
+        field('summary', 'Summary', true, { type: 'string', system: 'summary' }),
+        field('issuetype', 'Issue Type', true, { type: 'issuetype', system: 'issuetype' }),
+        field('project', 'Project', true, { type: 'project', system: 'project' }),
+        field('description', 'Description', extra.has('description'), {
+          type: 'string',
+          system: 'description',
+        }),
+        field(
+          'priority',
+          'Priority',
+          extra.has('priority'),
+          { type: 'priority', system: 'priority' },
+          ['Highest', 'High', 'Medium', 'Low', 'Lowest'],
+        ),
+        field('labels', 'Labels', extra.has('labels'), {
+          type: 'array',
+          items: 'string',
+          system: 'labels',
+        }),
+        field('assignee', 'Assignee', extra.has('assignee'), { type: 'user', system: 'assignee' }),
+      ];
+      send(res, meta, 200, { startAt: 0, maxResults: 50, total: fields.length, fields });
+    },
+  );
+
+  http.route('POST', '/rest/api/3/issue', async (ctx: Ctx) => {
+    const body = (await readJson(ctx.req)) as {
+      fields?: FieldsIn;
+      properties?: Array<{ key: string; value: unknown }>;
+    };
+    const f = body.fields ?? {};
+    const p = world.projects.find((x) => x.key === f.project?.key || x.id === f.project?.id);
+    if (p === undefined || !canBrowse(p.key))
+      return error(ctx.res, ctx.meta, 400, 'Specify a valid project ID or key', {
+        errors: { project: 'Specify a valid project ID or key' },
+      });
+    if (!allowed(ctx, p.key, 'CREATE_ISSUES')) return;
+    const type = p.issueTypes.find((t) => t.id === f.issuetype?.id || t.name === f.issuetype?.name);
+    const errors: Record<string, string> = {};
+    if (type === undefined) errors.issuetype = 'Specify an issue type';
+    if (typeof f.summary !== 'string' || f.summary === '')
+      errors.summary = 'You must specify a summary of the issue.';
+    for (const r of p.required?.[type?.name ?? ''] ?? [])
+      if (f[r] === undefined) errors[r] = `${r} is required.`;
+    if (f.description !== undefined) {
+      if (typeof f.description === 'string')
+        errors.description =
+          'Operation value must be an Atlassian Document (a string was sent to v3)';
+      else {
+        const bad = badAdf(f.description, 'description');
+        if (bad !== undefined) errors.description = bad;
+      }
+    }
+    if (Object.keys(errors).length > 0)
+      return error(ctx.res, ctx.meta, 400, '', { errorMessages: [], errors });
+    const n =
+      Math.max(
+        0,
+        ...world.issues
+          .filter((x) => x.key.startsWith(`${p.key}-`))
+          .map((x) => Number(x.key.split('-')[1])),
+      ) + 1;
+    const issue: FakeJiraIssue = {
+      id: String(++nextId),
+      key: `${p.key}-${n}`,
+      summary: String(f.summary),
+      description: (f.description as Adf | undefined) ?? null,
+      status: 'To Do',
+      statusCategory: 'To Do',
+      issuetype: type!.name,
+      priority: f.priority?.name ?? 'Medium',
+      labels: Array.isArray(f.labels) ? f.labels.map(String) : [],
+      assignee: f.assignee?.accountId ?? null,
+      reporter: ctx.cred.accountId,
+      created: now(),
+      updated: now(),
+      comments: [],
+      properties: Object.fromEntries((body.properties ?? []).map((x) => [x.key, x.value])),
+    };
+    world.issues.push(issue);
+    send(ctx.res, ctx.meta, 201, {
+      id: issue.id,
+      key: issue.key,
+      self: `${base}/rest/api/3/issue/${issue.id}`,
+    });
+  });
+
+  http.route('PUT', '/rest/api/3/issue/{issueIdOrKey}', async (ctx: Ctx) => {
+    const i = browsable(ctx, ctx.params[0] ?? '');
+    if (i === undefined || !allowed(ctx, projectOf(i).key, 'EDIT_ISSUES')) return;
+    const body = (await readJson(ctx.req)) as {
+      fields?: FieldsIn;
+      update?: Record<string, Array<{ add?: unknown; remove?: unknown }>>;
+    };
+    const f = body.fields ?? {};
+    if (f.description !== undefined && f.description !== null) {
+      const bad =
+        typeof f.description === 'string'
+          ? 'description: a string was sent to v3'
+          : badAdf(f.description, 'description');
+      if (bad !== undefined)
+        return error(ctx.res, ctx.meta, 400, '', {
+          errorMessages: [],
+          errors: { description: bad },
+        });
+    }
+    if (typeof f.summary === 'string') i.summary = f.summary;
+    if (f.description !== undefined) i.description = f.description as Adf | null;
+    if (f.priority?.name !== undefined) i.priority = f.priority.name;
+    if (f.assignee !== undefined) i.assignee = f.assignee?.accountId ?? null;
+    if (Array.isArray(f.labels)) i.labels = f.labels.map(String);
+    for (const op of body.update?.labels ?? []) {
+      if (typeof op.add === 'string' && !i.labels.includes(op.add)) i.labels.push(op.add);
+      if (typeof op.remove === 'string') i.labels = i.labels.filter((l) => l !== op.remove);
+    }
+    i.updated = now();
+    ctx.res.writeHead(204).end();
+    http.responses.push({
+      method: ctx.meta.method,
+      route: ctx.meta.route,
+      status: 204,
+      body: undefined,
+    });
+  });
+
+  http.route('POST', '/rest/api/3/issue/{issueIdOrKey}/comment', async (ctx: Ctx) => {
+    const i = browsable(ctx, ctx.params[0] ?? '');
+    if (i === undefined || !allowed(ctx, projectOf(i).key, 'ADD_COMMENTS')) return;
+    const body = (await readJson(ctx.req)) as {
+      body?: unknown;
+      properties?: Array<{ key: string; value: unknown }>;
+    };
+    const bad =
+      typeof body.body === 'string'
+        ? 'body: a string was sent to v3'
+        : badAdf(body.body, 'comment');
+    if (bad !== undefined)
+      return error(ctx.res, ctx.meta, 400, '', { errorMessages: [], errors: { comment: bad } });
+    const c: FakeJiraComment = {
+      id: String(++nextId),
+      author: ctx.cred.accountId,
+      body: body.body as Adf,
+      created: now(),
+      properties: Object.fromEntries((body.properties ?? []).map((x) => [x.key, x.value])),
+    };
+    i.comments.push(c);
+    i.updated = now();
+    send(ctx.res, ctx.meta, 201, {
+      self: `${base}/rest/api/3/issue/${i.id}/comment/${c.id}`,
+      id: c.id,
+      author: user(c.author),
+      body: c.body,
+      created: c.created,
+      updated: c.created,
+    });
+  });
+
+  http.route('GET', '/rest/api/3/issue/{issueIdOrKey}/transitions', (ctx: Ctx) => {
+    const i = browsable(ctx, ctx.params[0] ?? '');
+    if (i === undefined) return;
+    send(ctx.res, ctx.meta, 200, {
+      transitions: TRANSITIONS.filter((t) => t.to !== i.status).map((t) => ({
+        id: t.id,
+        name: t.name,
+        to: {
+          self: `${base}/rest/api/3/status/${t.id}`,
+          id: t.id,
+          name: t.to,
+          statusCategory: {
+            self: `${base}/rest/api/3/statuscategory/1`,
+            ...CATEGORY[t.category],
+            name: t.category,
+          },
+        },
+        hasScreen: false,
+        isGlobal: true,
+        isInitial: false,
+        isAvailable: true,
+        isConditional: false,
+      })),
+    });
+  });
+
+  http.route('POST', '/rest/api/3/issue/{issueIdOrKey}/transitions', async (ctx: Ctx) => {
+    const i = browsable(ctx, ctx.params[0] ?? '');
+    if (i === undefined || !allowed(ctx, projectOf(i).key, 'TRANSITION_ISSUES')) return;
+    const body = (await readJson(ctx.req)) as { transition?: { id?: string } };
+    const t = TRANSITIONS.find((x) => x.id === body.transition?.id && x.to !== i.status);
+    if (t === undefined)
+      return error(
+        ctx.res,
+        ctx.meta,
+        400,
+        "Transition id is not valid for this issue's current status.",
+        { errors: {} },
+      );
+    i.status = t.to;
+    i.statusCategory = t.category;
+    i.updated = now();
+    ctx.res.writeHead(204).end();
+    http.responses.push({
+      method: ctx.meta.method,
+      route: ctx.meta.route,
+      status: 204,
+      body: undefined,
+    });
+  });
+
   base = await http.listen();
   return {
     url: base,
@@ -395,6 +755,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     requests: http.requests,
     responses: http.responses,
     queries,
+    adfProblems,
     fail: (f) => http.fail(f),
     issue: (key) => {
       const i = findIssue(key);

@@ -10,5 +10,6 @@ export type {
   JiraFakeOptions,
   JiraWorld,
 } from './jira-fake.js';
+export { validateAdf } from './jira-adf.js';
 export { JqlError, matches, parseJql } from './jira-jql.js';
 export type { JqlClause, JqlOperand, JqlQuery } from './jira-jql.js';

@@ -52,3 +52,24 @@ describe('the Jira fake’s JQL', () => {
     expect(() => run('nosuchfield = 1')).toThrow(/does not exist/);
   });
 });
+
+describe('the ADF check', () => {
+  it('accepts a valid document and names what is wrong with an invalid one', async () => {
+    const { validateAdf } = await import('../src/jira.js');
+    expect(
+      validateAdf({
+        type: 'doc',
+        version: 1,
+        content: [{ type: 'paragraph', content: [{ type: 'text', text: 'hi' }] }],
+      }),
+    ).toEqual([]);
+    expect(
+      validateAdf({
+        type: 'doc',
+        version: 1,
+        content: [{ type: 'paragraph', content: [{ type: 'text' }] }],
+      }).length,
+    ).toBeGreaterThan(0);
+    expect(validateAdf('plain text').length).toBeGreaterThan(0);
+  });
+});

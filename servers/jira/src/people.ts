@@ -36,3 +36,20 @@ export async function personJql(
     { code: 'user_ambiguous' },
   );
 }
+
+/** The account id of a person the model names ("me", a name, an e-mail); null for "unassigned". */
+export async function accountIdOf(
+  jira: Jira,
+  bounds: CallBounds,
+  who: string,
+  role: string,
+): Promise<string | null> {
+  const w = who.trim();
+  if (/^unassigned$/i.test(w)) return null;
+  if (/^me$/i.test(w)) {
+    const me = await jira.call(bounds, 'read', (api) => api.myself.getCurrentUser());
+    return me.accountId ?? null;
+  }
+  const value = await personJql(jira, bounds, w, role);
+  return JSON.parse(value) as string;
+}

@@ -76,4 +76,58 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
       comments_total: 1,
     });
   });
+
+  it('serves the projects and each project’s create metadata, completed from the allow-list', async () => {
+    const { resources } = await h.client.listResources();
+    expect(resources.map((r) => r.uri)).toEqual([
+      'jira://projects',
+      'jira://project/OPS/createmeta',
+      'jira://project/WEB/createmeta',
+      'jira://project/AND/createmeta',
+    ]);
+    const meta = await h.client.readResource({ uri: 'jira://project/OPS/createmeta' });
+    const types = JSON.parse((meta.contents[0] as { text: string }).text) as Array<{
+      type: string;
+      fields: Array<{ field: string; allowed?: string[] }>;
+    }>;
+    expect(types.map((t) => t.type)).toEqual(['Bug', 'Task', 'Sub-task']);
+    expect(types[0]!.fields.find((f) => f.field === 'priority')?.allowed).toContain('High');
+    await expect(h.client.readResource({ uri: 'jira://project/HR/createmeta' })).rejects.toThrow();
+    const completion = await h.client.complete({
+      ref: { type: 'ref/resource', uri: 'jira://project/{project}/createmeta' },
+      argument: { name: 'project', value: 'w' },
+    });
+    expect(completion.completion.values).toEqual(['WEB']);
+  });
+
+  it('offers triage, bug report and summary prompts, the issues embedded as data', async () => {
+    const { prompts } = await h.client.listPrompts();
+    expect(prompts.map((p) => p.name)).toEqual([
+      'jira_triage_issue',
+      'jira_write_bug_report',
+      'jira_summarise',
+    ]);
+    const triage = await h.client.getPrompt({
+      name: 'jira_triage_issue',
+      arguments: { key: 'OPS-2' },
+    });
+    expect((triage.messages[0]!.content as { text: string }).text).toContain('Disk full on db-7');
+    const report = await h.client.getPrompt({
+      name: 'jira_write_bug_report',
+      arguments: { project: 'WEB', problem: 'Logout button missing' },
+    });
+    expect((report.messages[0]!.content as { text: string }).text).toContain(
+      'Issue types there: Bug, Task, Sub-task',
+    );
+    const summary = await h.client.getPrompt({
+      name: 'jira_summarise',
+      arguments: { project: 'OPS' },
+    });
+    const body = (summary.messages[0]!.content as { text: string }).text;
+    expect(body).toContain('OPS-1');
+    expect(body).not.toContain('HR-1');
+    await expect(
+      h.client.getPrompt({ name: 'jira_summarise', arguments: { project: 'HR' } }),
+    ).rejects.toThrow(/not one of this server's projects/);
+  });
 });

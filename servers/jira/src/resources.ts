@@ -1,0 +1,91 @@
+import { defineResource } from '@gatehouse/core';
+import type { Completer, RequestContext } from '@gatehouse/core';
+import type { JiraDeps } from './deps.js';
+
+/** Completes a project argument from the allow-list only. */
+export function projectCompleter(deps: JiraDeps): Completer {
+  return (value) => deps.scope.names.filter((p) => p.startsWith(value.trim().toUpperCase()));
+}
+
+/** A project's create metadata: issue types, and per type the fields with required flags and allowed values. */
+async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) {
+  const types = await deps.jira.call(ctx, 'read', (api) =>
+    api.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: project }),
+  );
+  return Promise.all(
+    (types.issueTypes ?? []).map(async (t) => {
+      const meta = await deps.jira.call(ctx, 'read', (api) =>
+        api.issues.getCreateIssueMetaIssueTypeId({
+          projectIdOrKey: project,
+          issueTypeId: t.id ?? '',
+        }),
+      );
+      const fields = ((meta as { fields?: Array<Record<string, unknown>> }).fields ?? []).map(
+        (f) => ({
+          field: f.fieldId ?? f.key,
+          name: f.name,
+          required: f.required === true,
+          type: (f.schema as { type?: string } | undefined)?.type,
+          ...(Array.isArray(f.allowedValues)
+            ? {
+                allowed: (f.allowedValues as Array<{ name?: string; value?: string }>).map(
+                  (v) => v.name ?? v.value,
+                ),
+              }
+            : {}),
+        }),
+      );
+      return { type: t.name, subtask: t.subtask === true, fields };
+    }),
+  );
+}
+
+/** `jira://projects` and `jira://project/{project}/createmeta` (completed from the allow-list). */
+export function jiraResources(deps: JiraDeps) {
+  const { scope } = deps;
+  return [
+    defineResource({
+      kind: 'static',
+      name: 'jira_projects',
+      uri: 'jira://projects',
+      title: 'Projects',
+      description: 'The Jira projects this server may use.',
+      mimeType: 'application/json',
+      read: async () => ({
+        text: JSON.stringify(
+          scope.names.map((key) => ({
+            key,
+            url: `${deps.config.JIRA_URL.replace(/\/$/, '')}/browse/${key}`,
+          })),
+          null,
+          1,
+        ),
+        mimeType: 'application/json',
+      }),
+    }),
+    defineResource({
+      kind: 'template',
+      name: 'jira_createmeta',
+      uriTemplate: 'jira://project/{project}/createmeta',
+      title: 'Create metadata',
+      description:
+        "A project's issue types and, per type, its fields: required or not, type, allowed values — what jira_create_issue needs.",
+      mimeType: 'application/json',
+      list: async () =>
+        scope.names.map((key) => ({
+          uri: `jira://project/${key}/createmeta`,
+          name: `${key} create metadata`,
+        })),
+      complete: { project: projectCompleter(deps) },
+      target: (v) => scope.target((v.project ?? '').toUpperCase()),
+      read: async (_uri, variables, ctx) => {
+        const project = (variables.project ?? '').toUpperCase();
+        if (!scope.allows(project)) return undefined;
+        return {
+          text: JSON.stringify(await createMeta(deps, ctx, project), null, 1),
+          mimeType: 'application/json',
+        };
+      },
+    }),
+  ];
+}

@@ -1,0 +1,306 @@
+import { ToolError, defineTool } from '@gatehouse/core';
+import { dedupeKey, postOnce } from '@gatehouse/core/saas';
+import * as z from 'zod';
+import { jiraError } from '../client.js';
+import type { JiraDeps } from '../deps.js';
+import { allowedProject, issueView } from '../format.js';
+import type { JiraIssue } from '../format.js';
+import { quote } from '../jql.js';
+import { markdownToAdf } from '../markdown.js';
+import { accountIdOf } from '../people.js';
+import {
+  DEDUPE_PROPERTY,
+  JIRA_WRITE,
+  checkCreate,
+  permissionRefusal,
+  writableIssue,
+} from '../writes.js';
+
+const KeyArg = z.string().min(3).max(32).describe('The issue key, e.g. OPS-12.');
+const PriorityArg = z
+  .string()
+  .min(1)
+  .max(60)
+  .optional()
+  .describe('Priority name (Highest, High, Medium, Low, Lowest).');
+const PersonArg = z.string().min(1).max(120).optional();
+
+/** `jira_create_issue` (write): checked against the create metadata, created once. */
+export function createIssueTool(deps: JiraDeps) {
+  const { scope, jira, config } = deps;
+  return defineTool({
+    name: 'jira_create_issue',
+    title: 'Create an issue',
+    description: `Create an issue in one of this server's projects (${scope.describe()}). The description is Markdown (converted for Jira; images and non-web links are left out). Required fields and allowed values are checked before anything is sent (see the project's create-metadata resource). Repeating the same create returns the first issue instead of a second one. Preview with dry_run.`,
+    access: 'write',
+    annotations: JIRA_WRITE,
+    auditArgs: 'redacted',
+    input: z.strictObject({
+      project: z.string().min(2).max(20).describe('Project key.'),
+      type: z.string().min(1).max(60).describe('Issue type name (Bug, Task…).'),
+      summary: z.string().trim().min(1).max(255).describe('One line.'),
+      description: z.string().max(32_000).optional().describe('Markdown.'),
+      priority: PriorityArg,
+      labels: z
+        .array(z.string().min(1).max(100).regex(/^\S+$/, 'labels have no spaces'))
+        .max(10)
+        .optional()
+        .describe('Labels (no spaces).'),
+      assignee: PersonArg.describe('A name, e-mail or "me".'),
+    }),
+    output: z.object({ key: z.string(), url: z.string(), deduplicated: z.boolean() }),
+    target: (args) => scope.target(args.project.trim().toUpperCase()),
+    async handler(args, ctx) {
+      const project = allowedProject(scope, args.project);
+      const fields: Record<string, unknown> = {
+        project: { key: project },
+        summary: args.summary,
+        ...(args.description === undefined ? {} : { description: markdownToAdf(args.description) }),
+        ...(args.priority === undefined ? {} : { priority: { name: args.priority } }),
+        ...(args.labels === undefined ? {} : { labels: args.labels }),
+      };
+      if (args.assignee !== undefined)
+        fields.assignee = { accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee') };
+      fields.issuetype = { id: await checkCreate(jira, ctx, project, args.type, fields) };
+      const key = dedupeKey({
+        who: ctx.principal.id,
+        project,
+        type: args.type,
+        summary: args.summary,
+        description: args.description ?? '',
+      });
+      const request = {
+        fields,
+        properties: [{ key: DEDUPE_PROPERTY, value: { key, audit_event: ctx.eventId } }],
+      };
+      if (ctx.dryRun)
+        return ctx.preview(request, `Would create a ${args.type} in ${project}: ${args.summary}`);
+      const { value, deduplicated } = await postOnce(
+        ctx.signal,
+        async () => {
+          const found = await jira.call(ctx, 'read', (api) =>
+            api.issueSearch.searchAndReconsileIssuesUsingJqlPost({
+              jql: `project = ${quote(project)} AND issue.property[${DEDUPE_PROPERTY}].key = ${quote(key)}`,
+              fields: ['summary'],
+              maxResults: 1,
+            }),
+          );
+          return (found.issues?.[0] as JiraIssue | undefined)?.key;
+        },
+        async () => {
+          const created = await jira
+            .call(ctx, 'write', (api) => api.issues.createIssue(request))
+            .catch((e: unknown) => {
+              throw permissionRefusal(e, `create issues in ${project}`);
+            });
+          return created.key ?? '';
+        },
+        jiraError,
+      );
+      const url = `${config.JIRA_URL.replace(/\/$/, '')}/browse/${value}`;
+      return {
+        structured: { key: value, url, deduplicated },
+        text: `${deduplicated ? 'Already created' : 'Created'} ${value}: ${url}`,
+      };
+    },
+  });
+}
+
+/** `jira_update_issue` (write): only the fields given change. */
+export function updateIssueTool(deps: JiraDeps) {
+  const { scope, jira, config } = deps;
+  return defineTool({
+    name: 'jira_update_issue',
+    title: 'Update an issue',
+    description:
+      'Change an issue of this server’s projects: summary, description (Markdown, replaces it), priority, labels (add or remove), assignee (a name, e-mail, "me" or "unassigned"). Only the fields given change. Preview with dry_run.',
+    access: 'write',
+    annotations: { ...JIRA_WRITE, idempotentHint: true },
+    auditArgs: 'redacted',
+    input: z.strictObject({
+      key: KeyArg,
+      summary: z.string().trim().min(1).max(255).optional().describe('The new summary.'),
+      description: z.string().max(32_000).optional().describe('The new description, Markdown.'),
+      priority: PriorityArg,
+      add_labels: z
+        .array(z.string().min(1).max(100).regex(/^\S+$/))
+        .max(10)
+        .optional()
+        .describe('Labels to add.'),
+      remove_labels: z
+        .array(z.string().min(1).max(100))
+        .max(10)
+        .optional()
+        .describe('Labels to remove.'),
+      assignee: PersonArg.describe('A name, e-mail, "me" or "unassigned".'),
+    }),
+    output: z.object({ key: z.string(), changed: z.array(z.string()), url: z.string() }),
+    target: (args) =>
+      scope.target(
+        args.key.trim().toUpperCase().split('-')[0] ?? '',
+        `#${args.key.trim().toUpperCase()}`,
+      ),
+    async handler(args, ctx) {
+      const issue = await writableIssue(deps, ctx, args.key);
+      const key = issue.key ?? args.key;
+      const fields: Record<string, unknown> = {
+        ...(args.summary === undefined ? {} : { summary: args.summary }),
+        ...(args.description === undefined ? {} : { description: markdownToAdf(args.description) }),
+        ...(args.priority === undefined ? {} : { priority: { name: args.priority } }),
+      };
+      if (args.assignee !== undefined)
+        fields.assignee = { accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee') };
+      const labels = [
+        ...(args.add_labels ?? []).map((l) => ({ add: l })),
+        ...(args.remove_labels ?? []).map((l) => ({ remove: l })),
+      ];
+      const changed = [...Object.keys(fields), ...(labels.length === 0 ? [] : ['labels'])];
+      if (changed.length === 0)
+        throw new ToolError('Nothing to change: give at least one field.', { code: 'no_change' });
+      const request = {
+        issueIdOrKey: key,
+        fields,
+        ...(labels.length === 0 ? {} : { update: { labels } }),
+      };
+      if (ctx.dryRun) return ctx.preview(request, `Would change ${changed.join(', ')} of ${key}.`);
+      await jira
+        .call(ctx, 'write', (api) => api.issues.editIssue(request))
+        .catch((e: unknown) => {
+          throw permissionRefusal(e, `edit ${key}`);
+        });
+      const url = issueView(config.JIRA_URL, issue).url;
+      return {
+        structured: { key, changed, url },
+        text: `Updated ${changed.join(', ')} of ${key}: ${url}`,
+      };
+    },
+  });
+}
+
+/** `jira_add_comment` (write): Markdown as ADF, posted once. */
+export function addCommentTool(deps: JiraDeps) {
+  const { scope, jira } = deps;
+  return defineTool({
+    name: 'jira_add_comment',
+    title: 'Comment on an issue',
+    description:
+      'Add a Markdown comment to an issue of this server’s projects (images and non-web links are left out). Repeating the same comment returns the first one instead of posting twice. Preview with dry_run.',
+    access: 'write',
+    annotations: JIRA_WRITE,
+    auditArgs: 'redacted',
+    input: z.strictObject({
+      key: KeyArg,
+      body: z.string().min(1).max(32_000).describe('Markdown.'),
+    }),
+    output: z.object({ key: z.string(), comment_id: z.string(), deduplicated: z.boolean() }),
+    target: (args) =>
+      scope.target(
+        args.key.trim().toUpperCase().split('-')[0] ?? '',
+        `#${args.key.trim().toUpperCase()}`,
+      ),
+    async handler(args, ctx) {
+      const issue = await writableIssue(deps, ctx, args.key);
+      const key = issue.key ?? args.key;
+      const dedupe = dedupeKey({ who: ctx.principal.id, key, body: args.body });
+      const request = {
+        issueIdOrKey: key,
+        body: markdownToAdf(args.body),
+        properties: [{ key: DEDUPE_PROPERTY, value: { key: dedupe, audit_event: ctx.eventId } }],
+      };
+      if (ctx.dryRun) return ctx.preview(request, `Would comment on ${key}.`);
+      const { value, deduplicated } = await postOnce(
+        ctx.signal,
+        async () => {
+          const page = await jira.call(ctx, 'read', (api) =>
+            api.issueComments.getComments({
+              issueIdOrKey: key,
+              orderBy: '-created',
+              maxResults: 50,
+              expand: 'properties',
+            }),
+          );
+          const hit = (page.comments ?? []).find((c) =>
+            (c.properties ?? []).some(
+              (p) =>
+                p.key === DEDUPE_PROPERTY &&
+                (p.value as { key?: string } | undefined)?.key === dedupe,
+            ),
+          );
+          return hit?.id;
+        },
+        async () => {
+          const comment = await jira
+            .call(ctx, 'write', (api) => api.issueComments.addComment(request))
+            .catch((e: unknown) => {
+              throw permissionRefusal(e, `comment on ${key}`);
+            });
+          return comment.id ?? '';
+        },
+        jiraError,
+      );
+      return {
+        structured: { key, comment_id: value, deduplicated },
+        text: `${deduplicated ? 'Already commented' : 'Commented'} on ${key} (comment ${value}).`,
+      };
+    },
+  });
+}
+
+/** `jira_transition_issue` (write): a transition by its name or the status it leads to. */
+export function transitionIssueTool(deps: JiraDeps) {
+  const { scope, jira } = deps;
+  return defineTool({
+    name: 'jira_transition_issue',
+    title: 'Move an issue',
+    description:
+      'Move an issue of this server’s projects through its workflow: give the transition’s name or the status it leads to (for example "Start progress" or "Done"). Moving it to the status it already has changes nothing. Preview with dry_run.',
+    access: 'write',
+    annotations: { ...JIRA_WRITE, idempotentHint: true },
+    input: z.strictObject({
+      key: KeyArg,
+      to: z.string().min(1).max(60).describe('The transition name, or the target status name.'),
+    }),
+    output: z.object({ key: z.string(), from: z.string(), to: z.string(), changed: z.boolean() }),
+    target: (args) =>
+      scope.target(
+        args.key.trim().toUpperCase().split('-')[0] ?? '',
+        `#${args.key.trim().toUpperCase()}`,
+      ),
+    async handler(args, ctx) {
+      const issue = await writableIssue(deps, ctx, args.key);
+      const key = issue.key ?? args.key;
+      const from = issue.fields?.status?.name ?? '';
+      const wanted = args.to.trim().toLowerCase();
+      if (from.toLowerCase() === wanted) {
+        return {
+          structured: { key, from, to: from, changed: false },
+          text: `${key} is already ${from}; nothing changed.`,
+        };
+      }
+      const { transitions = [] } = await jira.call(ctx, 'read', (api) =>
+        api.issues.getTransitions({ issueIdOrKey: key }),
+      );
+      const t = transitions.find(
+        (x) => x.name?.toLowerCase() === wanted || x.to?.name?.toLowerCase() === wanted,
+      );
+      if (t?.id === undefined) {
+        throw new ToolError(
+          `${key} (${from}) has no transition "${args.to}"; available: ${transitions.map((x) => `${x.name} → ${x.to?.name}`).join(', ') || 'none'}.`,
+          { code: 'invalid_transition' },
+        );
+      }
+      const request = { issueIdOrKey: key, transition: { id: t.id } };
+      const to = t.to?.name ?? t.name ?? '';
+      if (ctx.dryRun) return ctx.preview(request, `Would move ${key} from ${from} to ${to}.`);
+      await jira
+        .call(ctx, 'write', (api) => api.issues.doTransition(request))
+        .catch((e: unknown) => {
+          throw permissionRefusal(e, `transition ${key}`);
+        });
+      return {
+        structured: { key, from, to, changed: true },
+        text: `Moved ${key} from ${from} to ${to}.`,
+      };
+    },
+  });
+}

@@ -1,0 +1,219 @@
+import type { JiraFake } from '@gatehouse/testkit/jira';
+import { validateAdf } from '@gatehouse/testkit/jira';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { connectJira, expectNoSchemaDrift, startFake, text } from './helpers.ts';
+import type { JiraHarness } from './helpers.ts';
+
+// The write tools: Markdown in as schema-valid ADF, the create metadata checked before anything
+// is sent, transitions by name, writes done once, the allow-list before any request.
+
+let fake: JiraFake;
+let h: JiraHarness;
+beforeAll(async () => {
+  fake = await startFake();
+  fake.world.projects.find((p) => p.key === 'WEB')!.required = { Bug: ['priority'] };
+  h = await connectJira(fake, { GATEHOUSE_ENABLE_WRITES: 'true' });
+});
+afterAll(async () => {
+  await h?.close();
+  expect(fake.adfProblems).toEqual([]);
+  expectNoSchemaDrift();
+  await fake?.close();
+});
+const call = (name: string, args: Record<string, unknown>) =>
+  h.client.callTool({ name, arguments: args });
+
+describe('jira_create_issue', () => {
+  it('creates with Markdown as valid ADF, and reads it back as Markdown (round trip)', async () => {
+    const markdown =
+      'Steps:\n\n1. open **login**\n2. see `500`\n\nSee [the runbook](https://wiki.acme.example/run).';
+    const created = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'bug',
+      summary: 'Login returns 500',
+      description: markdown,
+      priority: 'High',
+      labels: ['login'],
+      assignee: 'Alice Adams',
+    });
+    const { key, deduplicated } = created.structuredContent as {
+      key: string;
+      deduplicated: boolean;
+    };
+    expect(key).toMatch(/^OPS-\d+$/);
+    expect(deduplicated).toBe(false);
+    const stored = fake.issue(key);
+    expect(validateAdf(stored.description)).toEqual([]);
+    expect(stored).toMatchObject({
+      priority: 'High',
+      labels: ['login'],
+      assignee: '557058:alice',
+      issuetype: 'Bug',
+    });
+    const read = await call('jira_get_issue', { key });
+    expect((read.structuredContent as { description: string }).description).toContain('**login**');
+    expect((read.structuredContent as { description: string }).description).toContain(
+      '[the runbook](https://wiki.acme.example/run)',
+    );
+  });
+
+  it('leaves images and non-web links out of what it sends', async () => {
+    const created = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Links',
+      description:
+        'a ![tracker](https://evil.example/p.png?d=1) and [click](javascript:alert(1)) and [mail](mailto:ops@acme.example)',
+    });
+    const stored = JSON.stringify(
+      fake.issue((created.structuredContent as { key: string }).key).description,
+    );
+    expect(stored).not.toContain('evil.example');
+    expect(stored).not.toContain('javascript:');
+    expect(stored).toContain('mailto:ops@acme.example');
+    expect(stored).toContain('[tracker]');
+  });
+
+  it('checks the create metadata first: unknown type, missing required field, disallowed value', async () => {
+    const before = fake.world.issues.length;
+    expect(
+      text(await call('jira_create_issue', { project: 'OPS', type: 'Epic', summary: 'x' })),
+    ).toBe('OPS has no issue type "Epic"; use one of: Bug, Task, Sub-task.');
+    expect(
+      text(await call('jira_create_issue', { project: 'WEB', type: 'Bug', summary: 'x' })),
+    ).toBe(
+      'Cannot create a Bug in WEB: missing required field(s): priority (Priority). Nothing was created.',
+    );
+    expect(
+      text(
+        await call('jira_create_issue', {
+          project: 'OPS',
+          type: 'Bug',
+          summary: 'x',
+          priority: 'Urgent',
+        }),
+      ),
+    ).toMatch(/priority must be one of: Highest, High, Medium, Low, Lowest/);
+    expect(fake.world.issues.length).toBe(before);
+  });
+
+  it('creates once: a lost answer and a repeat return the first issue', async () => {
+    const before = fake.world.issues.length;
+    fake.fail({ match: 'POST /rest/api/3/issue', status: 504, afterEffect: true });
+    const first = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Rotate keys',
+    });
+    expect(first.structuredContent).toMatchObject({ deduplicated: true });
+    const again = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Rotate keys',
+    });
+    expect(again.structuredContent).toMatchObject({
+      key: (first.structuredContent as { key: string }).key,
+      deduplicated: true,
+    });
+    expect(fake.world.issues.length).toBe(before + 1);
+  });
+
+  it('previews with dry_run and sends nothing', async () => {
+    const before = fake.requests.filter((r) => r.startsWith('POST /rest/api/3/issue')).length;
+    const preview = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Preview only',
+      dry_run: true,
+    });
+    expect(preview.structuredContent).toMatchObject({
+      dry_run: true,
+      would_send: { fields: { summary: 'Preview only' } },
+    });
+    expect(fake.requests.filter((r) => r.startsWith('POST /rest/api/3/issue')).length).toBe(before);
+  });
+
+  it('refuses a project outside the list before any request', async () => {
+    const before = fake.requests.length;
+    expect(
+      text(await call('jira_create_issue', { project: 'HR', type: 'Task', summary: 'x' })),
+    ).toMatch(/is not one of this server's projects/);
+    expect(fake.requests.length).toBe(before);
+  });
+});
+
+describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
+  it('changes only the fields given', async () => {
+    const result = await call('jira_update_issue', {
+      key: 'OPS-1',
+      priority: 'Low',
+      add_labels: ['q4'],
+      remove_labels: ['drill'],
+      assignee: 'unassigned',
+    });
+    expect(result.structuredContent).toMatchObject({
+      key: 'OPS-1',
+      changed: ['priority', 'assignee', 'labels'],
+    });
+    expect(fake.issue('OPS-1')).toMatchObject({
+      priority: 'Low',
+      labels: ['q4'],
+      assignee: null,
+      summary: 'Database failover drill',
+    });
+  });
+
+  it('comments in Markdown, once', async () => {
+    const before = fake.issue('OPS-2').comments.length;
+    fake.fail({ match: 'POST /rest/api/3/issue/OPS-2/comment', status: 502, afterEffect: true });
+    const first = await call('jira_add_comment', {
+      key: 'OPS-2',
+      body: 'Freed **20 GB**; watching.',
+    });
+    expect(first.structuredContent).toMatchObject({ deduplicated: true });
+    expect(fake.issue('OPS-2').comments.length).toBe(before + 1);
+    expect(validateAdf(fake.issue('OPS-2').comments.at(-1)!.body)).toEqual([]);
+  });
+
+  it('moves an issue by transition or status name, and says when it is already there', async () => {
+    expect(
+      (await call('jira_transition_issue', { key: 'OPS-1', to: 'start progress' }))
+        .structuredContent,
+    ).toMatchObject({
+      from: 'To Do',
+      to: 'In Progress',
+      changed: true,
+    });
+    expect(
+      (await call('jira_transition_issue', { key: 'OPS-1', to: 'In Progress' })).structuredContent,
+    ).toMatchObject({ changed: false });
+    expect(text(await call('jira_transition_issue', { key: 'OPS-1', to: 'Archived' }))).toMatch(
+      /has no transition "Archived"; available: To Do → To Do, Done → Done/,
+    );
+  });
+
+  it('refuses an issue whose key moved out of the allowed projects, writing nothing', async () => {
+    const moved = fake.move('AND-1', 'HR');
+    const result = await call('jira_add_comment', { key: 'AND-1', body: 'hello' });
+    expect(text(result)).toMatch(/^AND-1 is now HR-\d+, outside this server's projects/);
+    expect(fake.issue(moved).comments).toEqual([]);
+  });
+
+  it('says so when the account lacks the permission', async () => {
+    const limited = await startFake({ denied: { OPS: ['TRANSITION_ISSUES'] } });
+    const hh = await connectJira(limited, { GATEHOUSE_ENABLE_WRITES: 'true' });
+    try {
+      const result = await hh.client.callTool({
+        name: 'jira_transition_issue',
+        arguments: { key: 'OPS-1', to: 'Done' },
+      });
+      expect(text(result)).toBe(
+        "The server's Jira account may not transition OPS-1 here (Jira answered 403).",
+      );
+      expect(hh.records.at(-1)!.policy?.rule).toBe('jira_permission');
+    } finally {
+      await hh.close();
+      await limited.close();
+    }
+  });
+});
