@@ -49,6 +49,10 @@ export interface FakeJiraIssue {
   previousKeys?: string[];
   /** Issue entity properties (key → value). */
   properties?: Record<string, unknown>;
+  /** Links to other issues: this issue `type.outward` the other (e.g. blocks). */
+  links?: Array<{ type: 'Blocks' | 'Relates'; key: string }>;
+  /** The parent's key, for a sub-task. */
+  parent?: string;
 }
 
 export interface FakeJiraProject {
@@ -220,6 +224,36 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
       created: i.created,
       updated: i.updated,
       comment: { comments: [], maxResults: 0, startAt: 0, total: i.comments.length },
+      issuelinks: [
+        ...(i.links ?? []).map((l) => ({ l, outward: true, other: findIssue(l.key) })),
+        ...world.issues.flatMap((o) =>
+          (o.links ?? [])
+            .filter((l) => l.key === i.key)
+            .map((l) => ({ l, outward: false, other: o })),
+        ),
+      ]
+        .filter((x) => x.other !== undefined)
+        .map(({ l, outward, other }, n) => ({
+          id: String(9000 + n),
+          type: {
+            id: l.type === 'Blocks' ? '1' : '2',
+            name: l.type,
+            inward: l.type === 'Blocks' ? 'is blocked by' : 'relates to',
+            outward: l.type === 'Blocks' ? 'blocks' : 'relates to',
+          },
+          [outward ? 'outwardIssue' : 'inwardIssue']: {
+            id: other!.id,
+            key: other!.key,
+            fields: { summary: other!.summary, status: { name: other!.status } },
+          },
+        })),
+      subtasks: world.issues
+        .filter((o) => o.parent === i.key)
+        .map((o) => ({
+          id: o.id,
+          key: o.key,
+          fields: { summary: o.summary, status: { name: o.status } },
+        })),
     };
   };
   const issueObject = (i: FakeJiraIssue, fields: string[] | undefined) => {
@@ -748,6 +782,35 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     });
   });
 
+  http.route('GET', '/rest/api/3/project/{projectIdOrKey}/statuses', ({ res, meta, params }) => {
+    const p = world.projects.find((x) => x.key === params[0] || x.id === params[0]);
+    if (p === undefined || !canBrowse(p.key))
+      return error(res, meta, 404, 'No project could be found.');
+    const statuses = TRANSITIONS.map((t) => ({
+      self: `${base}/rest/api/3/status/${t.id}`,
+      id: t.id,
+      name: t.to,
+      description: '',
+      statusCategory: {
+        self: `${base}/rest/api/3/statuscategory/1`,
+        ...CATEGORY[t.category],
+        name: t.category,
+      },
+    }));
+    send(
+      res,
+      meta,
+      200,
+      p.issueTypes.map((t) => ({
+        self: `${base}/rest/api/3/issuetype/${t.id}`,
+        id: t.id,
+        name: t.name,
+        subtask: t.subtask === true,
+        statuses,
+      })),
+    );
+  });
+
   base = await http.listen();
   return {
     url: base,
@@ -793,7 +856,7 @@ export function jiraSeed(): JiraWorld {
   ];
   const at = (day: number) =>
     new Date(Date.UTC(2026, 10, day, 9)).toISOString().replace('Z', '+0000');
-  return {
+  const world: JiraWorld = {
     users: [
       { accountId: '557058:alice', displayName: 'Alice Adams', emailAddress: 'alice@acme.example' },
       { accountId: '557058:bob', displayName: 'Bob Brown', emailAddress: 'bob@acme.example' },
@@ -890,4 +953,28 @@ export function jiraSeed(): JiraWorld {
       },
     ],
   };
+  // OPS-2 blocks OPS-1 and relates to HR-1 (a project the servers under test may not see);
+  // OPS-3 is a sub-task of OPS-1.
+  world.issues.find((x) => x.key === 'OPS-2')!.links = [
+    { type: 'Blocks', key: 'OPS-1' },
+    { type: 'Relates', key: 'HR-1' },
+  ];
+  world.issues.push({
+    id: '6',
+    key: 'OPS-3',
+    summary: 'Check replica lag',
+    description: null,
+    status: 'To Do',
+    statusCategory: 'To Do',
+    issuetype: 'Sub-task',
+    priority: 'Medium',
+    labels: [],
+    assignee: null,
+    reporter: '557058:bob',
+    created: at(2),
+    updated: at(2),
+    comments: [],
+    parent: 'OPS-1',
+  });
+  return world;
 }

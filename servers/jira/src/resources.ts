@@ -40,7 +40,18 @@ async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) 
   );
 }
 
-/** `jira://projects` and `jira://project/{project}/createmeta` (completed from the allow-list). */
+/** A project's workflow statuses per issue type. */
+async function statuses(deps: JiraDeps, ctx: RequestContext, project: string) {
+  const types = await deps.jira.call(ctx, 'read', (api) =>
+    api.projects.getAllStatuses({ projectIdOrKey: project }),
+  );
+  return types.map((t) => ({
+    type: t.name,
+    statuses: (t.statuses ?? []).map((x) => ({ name: x.name, category: x.statusCategory?.name })),
+  }));
+}
+
+/** `jira://projects`, `jira://project/{project}/createmeta` and `…/statuses` (completed from the allow-list). */
 export function jiraResources(deps: JiraDeps) {
   const { scope } = deps;
   return [
@@ -83,6 +94,30 @@ export function jiraResources(deps: JiraDeps) {
         if (!scope.allows(project)) return undefined;
         return {
           text: JSON.stringify(await createMeta(deps, ctx, project), null, 1),
+          mimeType: 'application/json',
+        };
+      },
+    }),
+    defineResource({
+      kind: 'template',
+      name: 'jira_statuses',
+      uriTemplate: 'jira://project/{project}/statuses',
+      title: 'Workflow statuses',
+      description:
+        "A project's statuses per issue type, with their categories (To Do, In Progress, Done).",
+      mimeType: 'application/json',
+      list: async () =>
+        scope.names.map((key) => ({
+          uri: `jira://project/${key}/statuses`,
+          name: `${key} statuses`,
+        })),
+      complete: { project: projectCompleter(deps) },
+      target: (v) => scope.target((v.project ?? '').toUpperCase()),
+      read: async (_uri, variables, ctx) => {
+        const project = (variables.project ?? '').toUpperCase();
+        if (!scope.allows(project)) return undefined;
+        return {
+          text: JSON.stringify(await statuses(deps, ctx, project), null, 1),
           mimeType: 'application/json',
         };
       },

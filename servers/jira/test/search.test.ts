@@ -22,7 +22,7 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
 
   it('searches only the allowed projects, newest update first', async () => {
     const result = await search({});
-    expect(keys(result)).toEqual(['OPS-2', 'OPS-1', 'WEB-1', 'AND-1']);
+    expect(keys(result)).toEqual(['OPS-2', 'OPS-1', 'WEB-1', 'OPS-3', 'AND-1']);
     expect((result.structuredContent as { jql: string }).jql).toBe(
       'project IN ("OPS", "WEB", "AND") ORDER BY updated DESC',
     );
@@ -32,7 +32,7 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
   it('filters by status category, people (me, unassigned, a name), labels, type, priority, dates, words', async () => {
     expect(keys(await search({ status_category: 'In Progress' }))).toEqual(['OPS-2']);
     expect(keys(await search({ assignee: 'me' }))).toEqual(['OPS-2']);
-    expect(keys(await search({ assignee: 'unassigned' }))).toEqual(['WEB-1', 'AND-1']);
+    expect(keys(await search({ assignee: 'unassigned' }))).toEqual(['WEB-1', 'OPS-3', 'AND-1']);
     expect(keys(await search({ assignee: 'Alice Adams' }))).toEqual(['OPS-1']);
     expect(keys(await search({ reporter: 'alice@acme.example' }))).toEqual(['OPS-2', 'WEB-1']);
     expect(keys(await search({ labels: ['incident'] }))).toEqual(['OPS-2']);
@@ -56,7 +56,7 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
     const { next_cursor } = first.structuredContent as { next_cursor?: string };
     expect(keys(first)).toEqual(['OPS-2', 'OPS-1']);
     expect(next_cursor).toBeDefined();
-    expect(keys(await search({ limit: 2, cursor: next_cursor }))).toEqual(['WEB-1', 'AND-1']);
+    expect(keys(await search({ limit: 2, cursor: next_cursor }))).toEqual(['WEB-1', 'OPS-3']);
     expect(text(await search({ limit: 2, cursor: next_cursor, labels: ['x'] }))).toMatch(
       /cursor belongs to another search/,
     );
@@ -74,7 +74,35 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
       description: 'Run the **drill** on Friday.',
       comments: [{ author: 'Bob Brown', body: 'Scheduled for 14:00.' }],
       comments_total: 1,
+      subtasks: [{ key: 'OPS-3', summary: 'Check replica lag', status: 'To Do' }],
+      links: [{ relation: 'is blocked by', key: 'OPS-2' }],
+      transitions: ['In Progress', 'Done'],
     });
+    // OPS-2 also relates to HR-1, outside the projects: counted, never shown.
+    const blocker = await h.client.callTool({
+      name: 'jira_get_issue',
+      arguments: { key: 'OPS-2' },
+    });
+    expect(blocker.structuredContent).toMatchObject({
+      links: [{ relation: 'blocks', key: 'OPS-1' }],
+      links_hidden: 1,
+    });
+    expect(JSON.stringify(blocker)).not.toContain('Salary');
+    // Only the parts asked for: no comments or transitions request.
+    const before = fake.requests.length;
+    const lean = await h.client.callTool({
+      name: 'jira_get_issue',
+      arguments: { key: 'OPS-1', include: ['description'] },
+    });
+    expect(lean.structuredContent).toMatchObject({
+      comments: [],
+      transitions: [],
+      links: [],
+      subtasks: [],
+    });
+    expect(fake.requests.slice(before)).toEqual([
+      expect.stringMatching(/^GET \/rest\/api\/3\/issue\/OPS-1\?/),
+    ]);
   });
 
   it('serves the projects and each project’s create metadata, completed from the allow-list', async () => {
@@ -84,7 +112,12 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
       'jira://project/OPS/createmeta',
       'jira://project/WEB/createmeta',
       'jira://project/AND/createmeta',
+      'jira://project/OPS/statuses',
+      'jira://project/WEB/statuses',
+      'jira://project/AND/statuses',
     ]);
+    const statuses = await h.client.readResource({ uri: 'jira://project/OPS/statuses' });
+    expect((statuses.contents[0] as { text: string }).text).toContain('"category": "In Progress"');
     const meta = await h.client.readResource({ uri: 'jira://project/OPS/createmeta' });
     const types = JSON.parse((meta.contents[0] as { text: string }).text) as Array<{
       type: string;

@@ -217,3 +217,34 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
     }
   });
 });
+
+describe('the write tools in the 2026 era', () => {
+  it('create, update, comment and transition through a modern client', async () => {
+    const modern = await connectJira(fake, { GATEHOUSE_ENABLE_WRITES: 'true' }, 'modern');
+    try {
+      const run = (name: string, args: Record<string, unknown>) =>
+        modern.client.callTool({ name, arguments: args });
+      const created = await run('jira_create_issue', {
+        project: 'WEB',
+        type: 'Task',
+        summary: 'Modern era create',
+        description: '*hello*',
+      });
+      const { key } = created.structuredContent as { key: string };
+      expect(key).toMatch(/^WEB-\d+$/);
+      expect(
+        (await run('jira_update_issue', { key, add_labels: ['modern'] })).structuredContent,
+      ).toMatchObject({ changed: ['labels'] });
+      expect(
+        (await run('jira_add_comment', { key, body: 'from 2026' })).structuredContent,
+      ).toMatchObject({ deduplicated: false });
+      expect(
+        (await run('jira_transition_issue', { key, to: 'Done' })).structuredContent,
+      ).toMatchObject({ to: 'Done', changed: true });
+      expect(fake.issue(key)).toMatchObject({ status: 'Done', labels: ['modern'] });
+      expect(fake.issue(key).comments).toHaveLength(1);
+    } finally {
+      await modern.close();
+    }
+  });
+});
