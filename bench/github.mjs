@@ -3,13 +3,12 @@
 //   node bench/github.mjs   (after a build; `npm run bench:github` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
 import { readFileSync } from 'node:fs';
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
-import { BENCH_ENV, compareOverStdio, median, p99 } from './servers.mjs';
+import { BENCH_ENV, compareOverStdio, reportComparison } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -24,8 +23,6 @@ const REFERENCE = join(
   dirname(referencePackage),
   JSON.parse(readFileSync(referencePackage, 'utf8')).bin['mcp-server-github'],
 );
-
-const ms = (n) => `${n.toFixed(2)} ms`;
 
 const fake = await startGitHubFake({
   repos: githubSeed(),
@@ -70,7 +67,7 @@ const check = (result, name) => {
   return result;
 };
 
-const { cold, latency, sizes } = await compareOverStdio({
+const result = await compareOverStdio({
   servers,
   first: 'get',
   calls: ['get', 'list'],
@@ -78,26 +75,13 @@ const { cold, latency, sizes } = await compareOverStdio({
   warm: CALLS,
   check,
 });
+const { sizes } = result;
 await fake.close();
 
-const lines = [
-  `GitHub server benchmark — ${new Date().toISOString()}, node ${process.version}`,
-  '',
-  `cold start to first get-issue answer (${COLD} spawns each, median): gatehouse ${ms(median(cold.gatehouse))}, reference ${ms(median(cold.reference))}, ratio ${(median(cold.gatehouse) / median(cold.reference)).toFixed(2)}`,
-  '',
-  `warm stdio latency (${CALLS} calls each, interleaved):`,
-  ...Object.entries(latency).map(
-    ([call, l]) =>
-      `  ${call === 'get' ? 'get issue ' : 'list issues'} gatehouse median ${ms(median(l.gatehouse))} p99 ${ms(p99(l.gatehouse))} | reference median ${ms(median(l.reference))} p99 ${ms(p99(l.reference))} | ratio ${(median(l.gatehouse) / median(l.reference)).toFixed(2)}`,
-  ),
-  '',
-  'what the model gets (bytes): text content / whole result incl. structuredContent',
-  ...Object.entries(sizes).map(([k, v]) => `  ${k.padEnd(20)} ${v.text} / ${v.whole}`),
-  `  list issues, text: the reference sends ${(sizes['list/reference'].text / sizes['list/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's default`,
-];
-console.log(lines.join('\n'));
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(
-  new URL('./results/github.json', import.meta.url),
-  JSON.stringify({ cold, latency, sizes }, null, 1),
-);
+reportComparison('github', 'GitHub server benchmark', result, {
+  first: 'get-issue',
+  labels: { get: 'get issue', list: 'list issues' },
+  extra: [
+    `list issues, text: the reference sends ${(sizes['list/reference'].text / sizes['list/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's default`,
+  ],
+});

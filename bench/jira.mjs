@@ -2,11 +2,10 @@
 // both pointed at the same loopback fake of Jira Cloud (see bench/README.md).
 //   node bench/jira.mjs   (after a build; `npm run bench:jira` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
-import { BENCH_ENV, compareOverStdio, median, p99 } from './servers.mjs';
+import { BENCH_ENV, compareOverStdio, reportComparison } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -18,7 +17,6 @@ const REDIRECT = fileURLToPath(new URL('./jira-redirect.mjs', import.meta.url));
 const REFERENCE = fileURLToPath(
   import.meta.resolve('@aashari/mcp-server-atlassian-jira/dist/index.js'),
 );
-const ms = (n) => `${n.toFixed(2)} ms`;
 
 // The seed site plus 30 more OPS issues with descriptions, labels and people.
 const world = jiraSeed();
@@ -103,7 +101,7 @@ const check = (result, name) => {
   return result;
 };
 
-const { cold, latency, sizes } = await compareOverStdio({
+const result = await compareOverStdio({
   servers,
   first: 'get',
   calls: ['get', 'search'],
@@ -111,26 +109,13 @@ const { cold, latency, sizes } = await compareOverStdio({
   warm: CALLS,
   check,
 });
+const { sizes } = result;
 await fake.close();
 
-const lines = [
-  `Jira server benchmark — ${new Date().toISOString()}, node ${process.version}`,
-  '',
-  `cold start to first get-issue answer (${COLD} spawns each, median): gatehouse ${ms(median(cold.gatehouse))}, reference ${ms(median(cold.reference))}, ratio ${(median(cold.gatehouse) / median(cold.reference)).toFixed(2)}`,
-  '',
-  `warm stdio latency (${CALLS} calls each, interleaved):`,
-  ...Object.entries(latency).map(
-    ([call, l]) =>
-      `  ${call === 'get' ? 'get issue     ' : `search ${ISSUES} issues`} gatehouse median ${ms(median(l.gatehouse))} p99 ${ms(p99(l.gatehouse))} | reference median ${ms(median(l.reference))} p99 ${ms(p99(l.reference))} | ratio ${(median(l.gatehouse) / median(l.reference)).toFixed(2)}`,
-  ),
-  '',
-  'what the model gets (bytes): text content / whole result incl. structuredContent',
-  ...Object.entries(sizes).map(([k, v]) => `  ${k.padEnd(20)} ${v.text} / ${v.whole}`),
-  `  ${ISSUES} issues, text: the reference sends ${(sizes['search/reference'].text / sizes['search/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
-];
-console.log(lines.join('\n'));
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(
-  new URL('./results/jira.json', import.meta.url),
-  JSON.stringify({ cold, latency, sizes }, null, 1),
-);
+reportComparison('jira', 'Jira server benchmark', result, {
+  first: 'get-issue',
+  labels: { get: 'get issue', search: `search ${ISSUES} issues` },
+  extra: [
+    `${ISSUES} issues, text: the reference sends ${(sizes['search/reference'].text / sizes['search/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
+  ],
+});

@@ -9,7 +9,7 @@ import {
 } from '@gatehouse/core';
 import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import { McpServer } from '@modelcontextprotocol/server';
-import { openSync } from 'node:fs';
+import { mkdirSync, openSync, writeFileSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';
 import * as z from 'zod';
 
@@ -121,4 +121,40 @@ export async function compareOverStdio({ servers, first, calls, cold: spawns, wa
   }
   for (const c of Object.values(connections)) await c.close();
   return { cold, latency, sizes };
+}
+
+const fmt = (n) => `${n.toFixed(2)} ms`;
+
+/**
+ * Prints a comparison from {@link compareOverStdio} and saves it to bench/results/<name>.json.
+ * `labels` names each call for the latency lines; `extra` lines end the report.
+ */
+export function reportComparison(
+  name,
+  title,
+  { cold, latency, sizes },
+  { first, labels, extra = [] },
+) {
+  const ratio = (a, b) => (median(a) / median(b)).toFixed(2);
+  const lines = [
+    `${title} — ${new Date().toISOString()}, node ${process.version}`,
+    '',
+    `cold start to first ${first} answer (${cold.gatehouse.length} spawns each, median): gatehouse ${fmt(median(cold.gatehouse))}, reference ${fmt(median(cold.reference))}, ratio ${ratio(cold.gatehouse, cold.reference)}`,
+    '',
+    `warm stdio latency (${Object.values(latency)[0]?.gatehouse.length ?? 0} calls each, interleaved):`,
+    ...Object.entries(latency).map(
+      ([call, l]) =>
+        `  ${(labels[call] ?? call).padEnd(16)} gatehouse median ${fmt(median(l.gatehouse))} p99 ${fmt(p99(l.gatehouse))} | reference median ${fmt(median(l.reference))} p99 ${fmt(p99(l.reference))} | ratio ${ratio(l.gatehouse, l.reference)}`,
+    ),
+    '',
+    'what the model gets (bytes): text content / whole result incl. structuredContent',
+    ...Object.entries(sizes).map(([k, v]) => `  ${k.padEnd(20)} ${v.text} / ${v.whole}`),
+    ...extra.map((line) => `  ${line}`),
+  ];
+  console.log(lines.join('\n'));
+  mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
+  writeFileSync(
+    new URL(`./results/${name}.json`, import.meta.url),
+    JSON.stringify({ cold, latency, sizes }, null, 1),
+  );
 }

@@ -2,11 +2,10 @@
 // stdio), both pointed at the same loopback fake of the Slack Web API (see bench/README.md).
 //   node bench/slack.mjs   (after a build; `npm run bench:slack` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
-import { BENCH_ENV, compareOverStdio, median, p99 } from './servers.mjs';
+import { BENCH_ENV, compareOverStdio, reportComparison } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -17,8 +16,6 @@ const REDIRECT = fileURLToPath(new URL('./slack-redirect.mjs', import.meta.url))
 const REFERENCE = fileURLToPath(
   import.meta.resolve('@modelcontextprotocol/server-slack/dist/index.js'),
 );
-
-const ms = (n) => `${n.toFixed(2)} ms`;
 
 // The seed workspace plus #bench: 60 messages by five people, with threads, links and mentions.
 const world = slackSeed();
@@ -98,7 +95,7 @@ const check = (result, name) => {
   return result;
 };
 
-const { cold, latency, sizes } = await compareOverStdio({
+const result = await compareOverStdio({
   servers,
   first: 'list',
   calls: ['list', 'history'],
@@ -106,26 +103,13 @@ const { cold, latency, sizes } = await compareOverStdio({
   warm: CALLS,
   check,
 });
+const { sizes } = result;
 await fake.close();
 
-const lines = [
-  `Slack server benchmark — ${new Date().toISOString()}, node ${process.version}`,
-  '',
-  `cold start to first list-channels answer (${COLD} spawns each, median): gatehouse ${ms(median(cold.gatehouse))}, reference ${ms(median(cold.reference))}, ratio ${(median(cold.gatehouse) / median(cold.reference)).toFixed(2)}`,
-  '',
-  `warm stdio latency (${CALLS} calls each, interleaved):`,
-  ...Object.entries(latency).map(
-    ([call, l]) =>
-      `  ${call === 'list' ? 'list channels  ' : `read ${MESSAGES} messages`} gatehouse median ${ms(median(l.gatehouse))} p99 ${ms(p99(l.gatehouse))} | reference median ${ms(median(l.reference))} p99 ${ms(p99(l.reference))} | ratio ${(median(l.gatehouse) / median(l.reference)).toFixed(2)}`,
-  ),
-  '',
-  'what the model gets (bytes): text content / whole result incl. structuredContent',
-  ...Object.entries(sizes).map(([k, v]) => `  ${k.padEnd(20)} ${v.text} / ${v.whole}`),
-  `  ${MESSAGES} messages, text: the reference sends ${(sizes['history/reference'].text / sizes['history/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
-];
-console.log(lines.join('\n'));
-mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
-writeFileSync(
-  new URL('./results/slack.json', import.meta.url),
-  JSON.stringify({ cold, latency, sizes }, null, 1),
-);
+reportComparison('slack', 'Slack server benchmark', result, {
+  first: 'list-channels',
+  labels: { list: 'list channels', history: `read ${MESSAGES} messages` },
+  extra: [
+    `${MESSAGES} messages, text: the reference sends ${(sizes['history/reference'].text / sizes['history/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
+  ],
+});

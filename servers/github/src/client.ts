@@ -1,6 +1,11 @@
 import { ConfigError, ToolError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
-import { Pacer, createUpstreamErrors, mayWait, sleep, timedFetch } from '@gatehouse/core/saas';
+import {
+  Pacer,
+  createUpstreamErrors,
+  timedFetch,
+  waitingOutRateLimits,
+} from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
@@ -115,26 +120,24 @@ export function createGitHub(
     const signal = own?.signal ?? new AbortController().signal;
     const deadline = own?.gatehouseDeadline;
     const group = paceGroup(options.method, options.url);
-    let waited = 0;
     /** One request, paced; a rate limit is waited out once when the wait fits the deadline. */
-    const attempt = async (): Promise<Awaited<ReturnType<typeof request>>> => {
-      for (;;) {
-        if (group !== undefined && !(await pacer.wait(group, signal, deadline))) {
-          throw new UpstreamError({ service: 'GitHub', status: 429, message: 'paced' });
-        }
-        try {
-          return await request(options);
-        } catch (error) {
-          const mapped = githubError(error);
-          if (!(mapped instanceof UpstreamError) || mapped.status !== 429) throw mapped;
-          const wait = mapped.retryAfterSeconds;
-          if (wait === undefined || !mayWait(wait, { deadline, waited })) throw mapped;
-          logger.warn({ retryAfter: wait, url: options.url }, `GitHub ${mapped.message} reached`);
-          waited++;
-          await sleep(wait * secondMs, signal);
-        }
-      }
-    };
+    const attempt = () =>
+      waitingOutRateLimits(
+        async () => {
+          if (group !== undefined && !(await pacer.wait(group, signal, deadline))) {
+            throw new UpstreamError({ service: 'GitHub', status: 429, message: 'paced' });
+          }
+          return request(options);
+        },
+        {
+          signal,
+          deadline,
+          map: (error) => githubError(error),
+          secondMs,
+          onWait: (wait, mapped) =>
+            logger.warn({ retryAfter: wait, url: options.url }, `GitHub ${mapped.message} reached`),
+        },
+      );
     // A failed idempotent request (5xx, timeout, network) is tried again — at most twice, after
     // the wait a Retry-After asks for or a jittered backoff, never past the call's deadline;
     // rate limits are handled above. A write runs once unless it opts in.

@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { ConfigError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
-import { createUpstreamErrors, mayWait, sleep, timedFetch } from '@gatehouse/core/saas';
+import { createUpstreamErrors, timedFetch, waitingOutRateLimits } from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createCloudClient } from 'jira.js/cloud';
 import { isApiError, isNetworkError, isRateLimitError } from 'jira.js/core';
@@ -139,24 +139,15 @@ export class Jira {
     kind: 'read' | 'write',
     fn: (api: JiraApi) => Promise<T>,
   ): Promise<T> {
-    let waited = 0;
     return withRetry(
-      async () => {
-        for (;;) {
-          try {
-            return await callSignal.run(bounds.signal, () => fn(this.api));
-          } catch (error) {
-            if (bounds.signal.aborted) throw bounds.signal.reason as Error;
-            const mapped = jiraError(error);
-            const wait = mapped.status === 429 ? mapped.retryAfterSeconds : undefined;
-            if (wait === undefined || !mayWait(wait, { deadline: bounds.deadline, waited }))
-              throw mapped;
-            this.logger.warn({ retryAfter: wait }, 'Jira rate limit reached');
-            waited++;
-            await sleep(wait * this.#secondMs, bounds.signal);
-          }
-        }
-      },
+      () =>
+        waitingOutRateLimits(() => callSignal.run(bounds.signal, () => fn(this.api)), {
+          signal: bounds.signal,
+          deadline: bounds.deadline,
+          map: jiraError,
+          secondMs: this.#secondMs,
+          onWait: (wait) => this.logger.warn({ retryAfter: wait }, 'Jira rate limit reached'),
+        }),
       {
         idempotent: kind === 'read',
         signal: bounds.signal,

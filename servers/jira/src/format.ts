@@ -32,6 +32,12 @@ export function allowedProject(scope: TargetScope, key: string): string {
   return upper;
 }
 
+/** The policy/audit target of an issue key argument: `jira:OPS#OPS-12`. */
+export function keyTarget(scope: TargetScope, key: string): string {
+  const upper = key.trim().toUpperCase();
+  return scope.target(upper.split('-')[0] ?? '', `#${upper}`);
+}
+
 /** An issue key whose project is inside the scope, or the refusal (before any request). */
 export function allowedKey(scope: TargetScope, key: string): string {
   const upper = key.trim().toUpperCase();

@@ -1,7 +1,12 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { UpstreamError } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
-import { Pacer, createUpstreamErrors, mayWait, sleep, timedFetch } from '@gatehouse/core/saas';
+import {
+  Pacer,
+  createUpstreamErrors,
+  timedFetch,
+  waitingOutRateLimits,
+} from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
 import {
   LogLevel,
@@ -175,34 +180,31 @@ export class Slack {
     kind: 'read' | 'write' | 'history',
     fn: (client: WebClient) => Promise<T>,
   ): Promise<T> {
-    let waited = 0;
-    for (;;) {
-      if (
-        kind === 'history' &&
-        !(await this.#history.wait('history', bounds.signal, bounds.deadline))
-      ) {
-        const seconds = Math.ceil(this.#history.delayMs('history') / 1000);
-        throw new UpstreamError({
-          service: 'Slack',
-          status: 429,
-          message: 'history pacing',
-          retryAfterSeconds: seconds,
-        });
-      }
-      try {
-        return await this.#signal.run(bounds.signal, () =>
+    return waitingOutRateLimits(
+      async () => {
+        if (
+          kind === 'history' &&
+          !(await this.#history.wait('history', bounds.signal, bounds.deadline))
+        ) {
+          const seconds = Math.ceil(this.#history.delayMs('history') / 1000);
+          throw new UpstreamError({
+            service: 'Slack',
+            status: 429,
+            message: 'history pacing',
+            retryAfterSeconds: seconds,
+          });
+        }
+        return this.#signal.run(bounds.signal, () =>
           fn(kind === 'write' ? this.#write : this.#read),
         );
-      } catch (error) {
-        if (bounds.signal.aborted) throw bounds.signal.reason as Error;
-        const mapped = slackError(error);
-        const wait = mapped.status === 429 ? mapped.retryAfterSeconds : undefined;
-        if (wait === undefined || !mayWait(wait, { deadline: bounds.deadline, waited }))
-          throw mapped;
-        this.logger.warn({ retryAfter: wait }, 'Slack rate limit reached');
-        waited++;
-        await sleep(wait * this.#secondMs, bounds.signal);
-      }
-    }
+      },
+      {
+        signal: bounds.signal,
+        deadline: bounds.deadline,
+        map: slackError,
+        secondMs: this.#secondMs,
+        onWait: (wait) => this.logger.warn({ retryAfter: wait }, 'Slack rate limit reached'),
+      },
+    );
   }
 }

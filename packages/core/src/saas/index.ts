@@ -4,8 +4,8 @@
  * idempotent writes, the target scope. See docs/adding-a-server.md.
  */
 export { ambiguous, dedupeKey, postOnce } from './post-once.js';
-export { Pacer, mayWait, retryAfterSeconds, sleep } from './rate-limits.js';
-export type { ResetHeaders, WaitRule } from './rate-limits.js';
+export { Pacer, mayWait, retryAfterSeconds, sleep, waitingOutRateLimits } from './rate-limits.js';
+export type { RateLimitWaitOptions, ResetHeaders, WaitRule } from './rate-limits.js';
 export { TargetScope } from './target-scope.js';
 export type { TargetScopeOptions } from './target-scope.js';
 export { RequestTimeoutError, timedFetch } from './timed-fetch.js';

@@ -1,3 +1,5 @@
+import { UpstreamError } from '../errors.js';
+
 /**
  * Rate limits of SaaS APIs: how long the vendor asks us to wait, and whether a call may wait
  * that long. A wait is taken only when it ends before the call's deadline (with a margin for
@@ -101,4 +103,51 @@ export function sleep(ms: number, signal: AbortSignal): Promise<void> {
     };
     signal.addEventListener('abort', onAbort, { once: true });
   });
+}
+
+/** Options of {@link waitingOutRateLimits}. */
+export interface RateLimitWaitOptions {
+  readonly signal: AbortSignal;
+  /** Epoch ms by which the call must be answered. */
+  readonly deadline?: number | undefined;
+  /** Turns a failure into what the model sees (the vendor's upstream error mapping). */
+  readonly map: (error: unknown) => unknown;
+  /** Waits per request (default 1). */
+  readonly maxWaits?: number;
+  /** The length of one second of a wait (tests shorten it). */
+  readonly secondMs?: number;
+  /** Called before each wait (for the log). */
+  readonly onWait?: (seconds: number, error: UpstreamError) => void;
+}
+
+/**
+ * Runs `attempt`; when it fails with a rate limit (an UpstreamError 429 that says how long to
+ * wait) and the wait fits the deadline ({@link mayWait}), waits and tries again — once by default.
+ * A rate-limited request was not processed, so this holds for writes too. Every other failure,
+ * and a wait that does not fit, is thrown as `map` made it; a cancelled call throws its reason.
+ */
+export async function waitingOutRateLimits<T>(
+  attempt: () => Promise<T>,
+  options: RateLimitWaitOptions,
+): Promise<T> {
+  for (let waited = 0; ; waited++) {
+    try {
+      return await attempt();
+    } catch (error) {
+      if (options.signal.aborted) throw options.signal.reason as Error;
+      const mapped = options.map(error);
+      const wait =
+        mapped instanceof UpstreamError && mapped.status === 429
+          ? mapped.retryAfterSeconds
+          : undefined;
+      const rule = {
+        deadline: options.deadline,
+        waited,
+        ...(options.maxWaits === undefined ? {} : { maxWaits: options.maxWaits }),
+      };
+      if (wait === undefined || !mayWait(wait, rule)) throw mapped;
+      options.onWait?.(wait, mapped as UpstreamError);
+      await sleep(wait * (options.secondMs ?? 1_000), options.signal);
+    }
+  }
 }

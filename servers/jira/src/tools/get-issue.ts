@@ -3,6 +3,7 @@ import * as z from 'zod';
 import type { JiraDeps } from '../deps.js';
 import { JIRA_READ } from '../deps.js';
 import type { JiraIssue } from '../format.js';
+import { keyTarget } from '../format.js';
 import {
   IssueViewSchema,
   VIEW_FIELDS,
@@ -84,11 +85,7 @@ export function getIssueTool(deps: JiraDeps) {
       subtasks: z.array(RelatedSchema),
       transitions: z.array(z.string()).describe('What jira_transition_issue can move it to now'),
     }),
-    target: (args) =>
-      scope.target(
-        args.key.trim().toUpperCase().split('-')[0] ?? '',
-        `#${args.key.trim().toUpperCase()}`,
-      ),
+    target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
       const key = allowedKey(scope, args.key);
       const parts = new Set(args.include ?? PARTS);

@@ -4,6 +4,7 @@ import * as z from 'zod';
 import { jiraError } from '../client.js';
 import type { JiraDeps } from '../deps.js';
 import { allowedProject, issueView } from '../format.js';
+import { keyTarget } from '../format.js';
 import type { JiraIssue } from '../format.js';
 import { quote } from '../jql.js';
 import { markdownToAdf } from '../markdown.js';
@@ -135,11 +136,7 @@ export function updateIssueTool(deps: JiraDeps) {
       assignee: PersonArg.describe('A name, e-mail, "me" or "unassigned".'),
     }),
     output: z.object({ key: z.string(), changed: z.array(z.string()), url: z.string() }),
-    target: (args) =>
-      scope.target(
-        args.key.trim().toUpperCase().split('-')[0] ?? '',
-        `#${args.key.trim().toUpperCase()}`,
-      ),
+    target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
       const issue = await writableIssue(deps, ctx, args.key);
       const key = issue.key ?? args.key;
@@ -193,11 +190,7 @@ export function addCommentTool(deps: JiraDeps) {
       body: z.string().min(1).max(32_000).describe('Markdown.'),
     }),
     output: z.object({ key: z.string(), comment_id: z.string(), deduplicated: z.boolean() }),
-    target: (args) =>
-      scope.target(
-        args.key.trim().toUpperCase().split('-')[0] ?? '',
-        `#${args.key.trim().toUpperCase()}`,
-      ),
+    target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
       const issue = await writableIssue(deps, ctx, args.key);
       const key = issue.key ?? args.key;
@@ -261,11 +254,7 @@ export function transitionIssueTool(deps: JiraDeps) {
       to: z.string().min(1).max(60).describe('The transition name, or the target status name.'),
     }),
     output: z.object({ key: z.string(), from: z.string(), to: z.string(), changed: z.boolean() }),
-    target: (args) =>
-      scope.target(
-        args.key.trim().toUpperCase().split('-')[0] ?? '',
-        `#${args.key.trim().toUpperCase()}`,
-      ),
+    target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
       const issue = await writableIssue(deps, ctx, args.key);
       const key = issue.key ?? args.key;
