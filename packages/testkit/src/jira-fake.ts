@@ -53,6 +53,8 @@ export interface FakeJiraIssue {
   links?: Array<{ type: 'Blocks' | 'Relates'; key: string }>;
   /** The parent's key, for a sub-task. */
   parent?: string;
+  /** Set by a transition to Done. */
+  resolution?: string;
 }
 
 export interface FakeJiraProject {
@@ -114,6 +116,8 @@ interface FieldsIn {
   assignee?: { accountId?: string } | null;
   [field: string]: unknown;
 }
+
+const RESOLUTIONS = ['Done', "Won't Do", 'Duplicate'];
 
 const PERMISSIONS = [
   'BROWSE_PROJECTS',
@@ -748,7 +752,21 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
             name: t.category,
           },
         },
-        hasScreen: false,
+        hasScreen: t.to === 'Done',
+        ...(ctx.url.searchParams.get('expand')?.includes('transitions.fields') && t.to === 'Done'
+          ? {
+              fields: {
+                resolution: {
+                  key: 'resolution',
+                  name: 'Resolution',
+                  required: true,
+                  operations: ['set'],
+                  schema: { type: 'resolution', system: 'resolution' },
+                  allowedValues: RESOLUTIONS.map((r, n) => ({ id: String(n + 1), name: r })),
+                },
+              },
+            }
+          : {}),
         isGlobal: true,
         isInitial: false,
         isAvailable: true,
@@ -770,8 +788,16 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         "Transition id is not valid for this issue's current status.",
         { errors: {} },
       );
+    const fields = (body as { fields?: { resolution?: { name?: string } } }).fields;
+    if (t.to === 'Done' && !RESOLUTIONS.includes(fields?.resolution?.name ?? '')) {
+      return error(ctx.res, ctx.meta, 400, '', {
+        errorMessages: [],
+        errors: { resolution: 'Resolution is required.' },
+      });
+    }
     i.status = t.to;
     i.statusCategory = t.category;
+    if (fields?.resolution?.name !== undefined) i.resolution = fields.resolution.name;
     i.updated = now();
     ctx.res.writeHead(204).end();
     http.responses.push({

@@ -125,7 +125,15 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
     }>;
     expect(types.map((t) => t.type)).toEqual(['Bug', 'Task', 'Sub-task']);
     expect(types[0]!.fields.find((f) => f.field === 'priority')?.allowed).toContain('High');
+    const before = fake.requests.length;
     await expect(h.client.readResource({ uri: 'jira://project/HR/createmeta' })).rejects.toThrow();
+    await expect(h.client.readResource({ uri: 'jira://project/HR/statuses' })).rejects.toThrow();
+    const none = await h.client.complete({
+      ref: { type: 'ref/resource', uri: 'jira://project/{project}/createmeta' },
+      argument: { name: 'project', value: 'H' },
+    });
+    expect(none.completion.values).toEqual([]);
+    expect(fake.requests.length).toBe(before);
     const completion = await h.client.complete({
       ref: { type: 'ref/resource', uri: 'jira://project/{project}/createmeta' },
       argument: { name: 'project', value: 'w' },

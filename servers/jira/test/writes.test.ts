@@ -192,6 +192,25 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
     );
   });
 
+  it('asks for the fields a transition screen requires, and sets the resolution given', async () => {
+    const needs = await call('jira_transition_issue', { key: 'WEB-1', to: 'To Do' });
+    expect(needs.isError).toBeFalsy();
+    expect(text(await call('jira_transition_issue', { key: 'WEB-1', to: 'Done' }))).toBe(
+      'The transition "Done" of WEB-1 needs: resolution (Resolution: Done, Won\'t Do, Duplicate). Nothing was changed.',
+    );
+    expect(
+      text(await call('jira_transition_issue', { key: 'WEB-1', to: 'Done', resolution: 'Fixed' })),
+    ).toBe("resolution must be one of: Done, Won't Do, Duplicate.");
+    expect(fake.issue('WEB-1').status).toBe('To Do');
+    const done = await call('jira_transition_issue', {
+      key: 'WEB-1',
+      to: 'Done',
+      resolution: 'duplicate',
+    });
+    expect(done.structuredContent).toMatchObject({ to: 'Done', changed: true });
+    expect(fake.issue('WEB-1')).toMatchObject({ status: 'Done', resolution: 'Duplicate' });
+  });
+
   it('refuses an issue whose key moved out of the allowed projects, writing nothing', async () => {
     const moved = fake.move('AND-1', 'HR');
     const result = await call('jira_add_comment', { key: 'AND-1', body: 'hello' });
@@ -205,7 +224,7 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
     try {
       const result = await hh.client.callTool({
         name: 'jira_transition_issue',
-        arguments: { key: 'OPS-1', to: 'Done' },
+        arguments: { key: 'OPS-1', to: 'Done', resolution: 'Done' },
       });
       expect(text(result)).toBe(
         "The server's Jira account may not transition OPS-1 here (Jira answered 403).",
@@ -239,7 +258,8 @@ describe('the write tools in the 2026 era', () => {
         (await run('jira_add_comment', { key, body: 'from 2026' })).structuredContent,
       ).toMatchObject({ deduplicated: false });
       expect(
-        (await run('jira_transition_issue', { key, to: 'Done' })).structuredContent,
+        (await run('jira_transition_issue', { key, to: 'Done', resolution: "Won't Do" }))
+          .structuredContent,
       ).toMatchObject({ to: 'Done', changed: true });
       expect(fake.issue(key)).toMatchObject({ status: 'Done', labels: ['modern'] });
       expect(fake.issue(key).comments).toHaveLength(1);

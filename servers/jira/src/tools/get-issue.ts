@@ -97,22 +97,24 @@ export function getIssueTool(deps: JiraDeps) {
       )) as JiraIssue;
       requireInScope(scope, key, issue);
       const wanted = parts.has('comments') ? (args.comments ?? 20) : 0;
-      const page =
+      // Comments and transitions in parallel, once the issue is known to be in scope.
+      const [page, { transitions = [] }] = await Promise.all([
         wanted === 0
           ? undefined
-          : await jira.call(ctx, 'read', (api) =>
+          : jira.call(ctx, 'read', (api) =>
               api.issueComments.getComments({
                 issueIdOrKey: issue.key ?? key,
                 startAt: args.comments_start ?? 0,
                 maxResults: wanted,
               }),
-            );
+            ),
+        parts.has('transitions')
+          ? jira.call(ctx, 'read', (api) =>
+              api.issues.getTransitions({ issueIdOrKey: issue.key ?? key }),
+            )
+          : { transitions: [] },
+      ]);
       const view = issueView(config.JIRA_URL, issue);
-      const { transitions = [] } = parts.has('transitions')
-        ? await jira.call(ctx, 'read', (api) =>
-            api.issues.getTransitions({ issueIdOrKey: issue.key ?? key }),
-          )
-        : {};
       // Links and sub-tasks only within the allowed projects: a summary elsewhere is not ours to show.
       const related = (issue.fields ?? {}) as Related;
       const inScope = (i: LinkedIssue | undefined) =>

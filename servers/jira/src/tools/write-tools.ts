@@ -246,12 +246,18 @@ export function transitionIssueTool(deps: JiraDeps) {
     name: 'jira_transition_issue',
     title: 'Move an issue',
     description:
-      'Move an issue of this server’s projects through its workflow: give the transition’s name or the status it leads to (for example "Start progress" or "Done"). Moving it to the status it already has changes nothing. Preview with dry_run.',
+      'Move an issue of this server’s projects through its workflow: give the transition’s name or the status it leads to (for example "Start progress" or "Done"), and a resolution when the transition asks for one. Moving it to the status it already has changes nothing. Preview with dry_run.',
     access: 'write',
     annotations: { ...JIRA_WRITE, idempotentHint: true },
     input: z.strictObject({
       key: KeyArg,
       to: z.string().min(1).max(60).describe('The transition name, or the target status name.'),
+      resolution: z
+        .string()
+        .min(1)
+        .max(60)
+        .optional()
+        .describe('Resolution name, for transitions that ask for one (Done, Won’t Do…).'),
     }),
     output: z.object({ key: z.string(), from: z.string(), to: z.string(), changed: z.boolean() }),
     target: (args) => keyTarget(scope, args.key),
@@ -267,7 +273,7 @@ export function transitionIssueTool(deps: JiraDeps) {
         };
       }
       const { transitions = [] } = await jira.call(ctx, 'read', (api) =>
-        api.issues.getTransitions({ issueIdOrKey: key }),
+        api.issues.getTransitions({ issueIdOrKey: key, expand: 'transitions.fields' }),
       );
       const t = transitions.find(
         (x) => x.name?.toLowerCase() === wanted || x.to?.name?.toLowerCase() === wanted,
@@ -278,7 +284,43 @@ export function transitionIssueTool(deps: JiraDeps) {
           { code: 'invalid_transition' },
         );
       }
-      const request = { issueIdOrKey: key, transition: { id: t.id } };
+      // The transition's screen: a resolution is set from the argument; any other required field
+      // is named, and nothing is sent.
+      const screen = (t.fields ?? {}) as Record<
+        string,
+        { required?: boolean; name?: string; allowedValues?: Array<{ name?: string }> }
+      >;
+      const fields: Record<string, unknown> = {};
+      const missing: string[] = [];
+      for (const [id, f] of Object.entries(screen)) {
+        if (f.required !== true) continue;
+        if (id === 'resolution' && args.resolution !== undefined) {
+          const names = (f.allowedValues ?? []).map((v) => v.name ?? '');
+          const pick = names.find((n) => n.toLowerCase() === args.resolution!.toLowerCase());
+          if (pick === undefined) {
+            throw new ToolError(`resolution must be one of: ${names.join(', ')}.`, {
+              code: 'invalid_resolution',
+            });
+          }
+          fields.resolution = { name: pick };
+        } else {
+          const allowed = (f.allowedValues ?? []).map((v) => v.name).filter(Boolean);
+          missing.push(
+            `${id} (${f.name ?? id}${allowed.length === 0 ? '' : `: ${allowed.join(', ')}`})`,
+          );
+        }
+      }
+      if (missing.length > 0) {
+        throw new ToolError(
+          `The transition "${t.name}" of ${key} needs: ${missing.join('; ')}. Nothing was changed.`,
+          { code: 'transition_fields' },
+        );
+      }
+      const request = {
+        issueIdOrKey: key,
+        transition: { id: t.id },
+        ...(Object.keys(fields).length === 0 ? {} : { fields }),
+      };
       const to = t.to?.name ?? t.name ?? '';
       if (ctx.dryRun) return ctx.preview(request, `Would move ${key} from ${from} to ${to}.`);
       await jira
