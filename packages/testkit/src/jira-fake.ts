@@ -55,6 +55,10 @@ export interface FakeJiraIssue {
   parent?: string;
   /** Set by a transition to Done. */
   resolution?: string;
+  /** Release names (fixVersion). */
+  fixVersions?: string[];
+  /** The sprint it is in. */
+  sprint?: string;
 }
 
 export interface FakeJiraProject {
@@ -315,6 +319,10 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
               `${i.summary} ${JSON.stringify(i.description ?? '')} ${i.comments.map((c) => JSON.stringify(c.body)).join(' ')}`,
             ),
           ];
+        case 'fixversion':
+          return (i.fixVersions ?? []).map(lower);
+        case 'sprint':
+          return [lower(i.sprint ?? null)];
         case 'created':
           return [i.created.toLowerCase()];
         case 'updated':
@@ -979,6 +987,15 @@ export function jiraSeed(): JiraWorld {
       },
     ],
   };
+  // OPS-1 and OPS-2 are in the current sprint; OPS-1 is planned for release 2026.12.
+  Object.assign(
+    world.issues.find((x) => x.key === 'OPS-1')!,
+    {
+      sprint: 'OPS Sprint 48',
+      fixVersions: ['2026.12'],
+    },
+  );
+  world.issues.find((x) => x.key === 'OPS-2')!.sprint = 'OPS Sprint 48';
   // OPS-2 blocks OPS-1 and relates to HR-1 (a project the servers under test may not see);
   // OPS-3 is a sub-task of OPS-1.
   world.issues.find((x) => x.key === 'OPS-2')!.links = [

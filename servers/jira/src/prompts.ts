@@ -112,9 +112,9 @@ export function jiraPrompts(deps: JiraDeps) {
     }),
     definePrompt({
       name: 'jira_summarise',
-      title: 'Summarise a backlog or recent work',
+      title: 'Summarise a backlog, sprint, release or recent work',
       description:
-        'Summarise the open backlog of a project, or what changed recently: themes, what is stuck, what is urgent. The issues are embedded.',
+        'Summarise the open backlog of a project, a sprint, a release (fix version), or what changed since a date: themes, what is stuck, what is urgent. The issues are embedded.',
       arguments: {
         project: {
           description: 'The project key.',
@@ -126,19 +126,35 @@ export function jiraPrompts(deps: JiraDeps) {
             'Only issues updated since this date (YYYY-MM-DD); default: the open backlog.',
           schema: z.iso.date(),
         },
+        sprint: { description: 'Only this sprint (its name).', schema: z.string().min(1).max(120) },
+        release: {
+          description: 'Only this release (its fix version name).',
+          schema: z.string().min(1).max(120),
+        },
       },
-      handler: async ({ project, since }, ctx) => {
+      handler: async ({ project, since, sprint, release }, ctx) => {
         const key = allowedProject(deps.scope, project);
+        const scope = [
+          `project = ${quote(key)}`,
+          ...(sprint === undefined ? [] : [`sprint = ${quote(sprint)}`]),
+          ...(release === undefined ? [] : [`fixVersion = ${quote(release)}`]),
+        ];
+        const what = [
+          ...(sprint === undefined ? [] : [`sprint ${sprint}`]),
+          ...(release === undefined ? [] : [`release ${release}`]),
+        ];
         const where =
-          since === undefined
-            ? `project = ${quote(key)} AND statusCategory != ${quote('Done')}`
-            : `project = ${quote(key)} AND updated >= ${quote(since)}`;
+          since !== undefined
+            ? [...scope, `updated >= ${quote(since)}`].join(' AND ')
+            : what.length > 0
+              ? scope.join(' AND ')
+              : [...scope, `statusCategory != ${quote('Done')}`].join(' AND ');
         const found = await lines(deps, ctx, where, 100);
         return {
           description: `Summary of ${key}`,
           messages: [
             user(
-              `Summarise ${since === undefined ? `the open backlog of ${key}` : `what changed in ${key} since ${since}`} (${found.length} issues):\n\n${ctx.untrusted(found.join('\n') || '(none)', `Jira issues of ${key}`)}\n\nGive the main themes (with keys), what looks stuck or urgent, unassigned work worth picking up. One screen.`,
+              `Summarise ${since !== undefined ? `what changed in ${key}${what.length > 0 ? ` (${what.join(', ')})` : ''} since ${since}` : what.length > 0 ? `${what.join(', ')} of ${key}` : `the open backlog of ${key}`} (${found.length} issues):\n\n${ctx.untrusted(found.join('\n') || '(none)', `Jira issues of ${key}`)}\n\nGive the main themes (with keys), what looks stuck or urgent, unassigned work worth picking up. One screen.`,
             ),
           ],
         };
