@@ -8,7 +8,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
-import { BENCH_ENV, compareOverStdio, reportComparison } from './servers.mjs';
+import { BENCH_ENV, bytesLine, compareOverStdio, reportComparison } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -62,26 +62,17 @@ const servers = {
       c.callTool({ name: 'list_issues', arguments: { owner: 'acme', repo: 'api', per_page: 30 } }),
   },
 };
-const check = (result, name) => {
-  if (result.isError) throw new Error(`${name}: ${JSON.stringify(result.content).slice(0, 300)}`);
-  return result;
-};
-
 const result = await compareOverStdio({
   servers,
   first: 'get',
   calls: ['get', 'list'],
   cold: COLD,
   warm: CALLS,
-  check,
 });
-const { sizes } = result;
 await fake.close();
 
 reportComparison('github', 'GitHub server benchmark', result, {
   first: 'get-issue',
   labels: { get: 'get issue', list: 'list issues' },
-  extra: [
-    `list issues, text: the reference sends ${(sizes['list/reference'].text / sizes['list/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's default`,
-  ],
+  extra: [bytesLine(result.sizes, 'list', `list issues`)],
 });

@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
-import { BENCH_ENV, compareOverStdio, reportComparison } from './servers.mjs';
+import { BENCH_ENV, bytesLine, compareOverStdio, reportComparison } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -95,27 +95,17 @@ const servers = {
       }),
   },
 };
-const check = (result, name) => {
-  const body = result.content.map((c) => c.text ?? '').join('\n');
-  if (result.isError) throw new Error(`${name}: ${body.slice(0, 300)}`);
-  return result;
-};
-
 const result = await compareOverStdio({
   servers,
   first: 'get',
   calls: ['get', 'search'],
   cold: COLD,
   warm: CALLS,
-  check,
 });
-const { sizes } = result;
 await fake.close();
 
 reportComparison('jira', 'Jira server benchmark', result, {
   first: 'get-issue',
   labels: { get: 'get issue', search: `search ${ISSUES} issues` },
-  extra: [
-    `${ISSUES} issues, text: the reference sends ${(sizes['search/reference'].text / sizes['search/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
-  ],
+  extra: [bytesLine(result.sizes, 'search', `${ISSUES} issues`)],
 });

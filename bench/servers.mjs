@@ -79,7 +79,30 @@ export const p99 = (values) => [...values].sort((a, b) => a - b)[Math.floor(valu
  * model gets from each call's first answer. `servers`: { gatehouse, reference }, each with
  * `connect()` and one function per call name taking the client.
  */
-export async function compareOverStdio({ servers, first, calls, cold: spawns, warm, check }) {
+const failed = (result, name) => {
+  if (result.isError) {
+    throw new Error(
+      `${name}: ${result.content
+        .map((c) => c.text ?? '')
+        .join('\n')
+        .slice(0, 300)}`,
+    );
+  }
+  return result;
+};
+
+/** The report line comparing what the model reads from one call of both servers. */
+export const bytesLine = (sizes, call, what) =>
+  `${what}, text: the reference sends ${(sizes[`${call}/reference`].text / sizes[`${call}/gatehouse`].text).toFixed(1)}× the bytes of gatehouse's`;
+
+export async function compareOverStdio({
+  servers,
+  first,
+  calls,
+  cold: spawns,
+  warm,
+  check = failed,
+}) {
   const now = () => performance.now();
   process.stderr.write('cold starts…\n');
   const cold = { gatehouse: [], reference: [] };

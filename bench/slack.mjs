@@ -5,7 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
-import { BENCH_ENV, compareOverStdio, reportComparison } from './servers.mjs';
+import { BENCH_ENV, bytesLine, compareOverStdio, reportComparison } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -103,13 +103,10 @@ const result = await compareOverStdio({
   warm: CALLS,
   check,
 });
-const { sizes } = result;
 await fake.close();
 
 reportComparison('slack', 'Slack server benchmark', result, {
   first: 'list-channels',
   labels: { list: 'list channels', history: `read ${MESSAGES} messages` },
-  extra: [
-    `${MESSAGES} messages, text: the reference sends ${(sizes['history/reference'].text / sizes['history/gatehouse'].text).toFixed(1)}× the bytes of gatehouse's`,
-  ],
+  extra: [bytesLine(result.sizes, 'history', `${MESSAGES} messages`)],
 });
