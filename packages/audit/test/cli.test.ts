@@ -12,6 +12,24 @@ import { SERVICE, callEntry, cli, lifecycleEntry, tempDir, writeLog } from './he
 
 const bin = fileURLToPath(new URL('../dist/bin.js', import.meta.url));
 
+describe('gatehouse-audit in a pipe', () => {
+  it('stops quietly when the reader stops early (export … | head)', async () => {
+    const path = writeLog({ calls: 3000 });
+    const { spawn } = await import('node:child_process');
+    const child = spawn(process.execPath, [bin, 'export', '--format', 'csv', path], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    // Read the first chunk only, then close the pipe, as `head` does.
+    await once(child.stdout, 'data');
+    child.stdout.destroy();
+    const [code] = (await once(child, 'exit')) as [number | null];
+    expect(stderr).not.toMatch(/EPIPE|Error/);
+    expect(code).toBe(0);
+  });
+});
+
 describe('gatehouse-audit query', () => {
   it('filters by principal, tool, outcome, target and time; prints a table or JSON', async () => {
     const path = writeLog({ calls: 48 });
