@@ -19,20 +19,30 @@ export async function personJql(
     if (role !== 'assignee') throw new ToolError(`"unassigned" applies to the assignee only.`);
     return 'EMPTY';
   }
+  return quote(await searchAccount(jira, bounds, w, role));
+}
+
+/** The one account Jira's user search finds for a name or e-mail, or a clear error. */
+async function searchAccount(
+  jira: Jira,
+  bounds: CallBounds,
+  who: string,
+  role: string,
+): Promise<string> {
   const users = await jira.call(bounds, 'read', (api) =>
-    api.userSearch.findUsers({ query: w, maxResults: 10 }),
+    api.userSearch.findUsers({ query: who, maxResults: 10 }),
   );
   const exact = users.filter(
     (u) =>
-      u.displayName?.toLowerCase() === w.toLowerCase() ||
-      u.emailAddress?.toLowerCase() === w.toLowerCase(),
+      u.displayName?.toLowerCase() === who.toLowerCase() ||
+      u.emailAddress?.toLowerCase() === who.toLowerCase(),
   );
   const pick = exact.length === 1 ? exact : users;
-  if (pick.length === 1 && pick[0]!.accountId !== undefined) return quote(pick[0]!.accountId);
+  if (pick.length === 1 && pick[0]!.accountId !== undefined) return pick[0]!.accountId;
   if (pick.length === 0)
-    throw new ToolError(`No Jira user matches "${w}" for ${role}.`, { code: 'user_not_found' });
+    throw new ToolError(`No Jira user matches "${who}" for ${role}.`, { code: 'user_not_found' });
   throw new ToolError(
-    `"${w}" matches several people for ${role}: ${pick.map((u) => u.displayName ?? u.accountId).join(', ')}. Use a full name or e-mail.`,
+    `"${who}" matches several people for ${role}: ${pick.map((u) => u.displayName ?? u.accountId).join(', ')}. Use a full name or e-mail.`,
     { code: 'user_ambiguous' },
   );
 }
@@ -50,6 +60,5 @@ export async function accountIdOf(
     const me = await jira.call(bounds, 'read', (api) => api.myself.getCurrentUser());
     return me.accountId ?? null;
   }
-  const value = await personJql(jira, bounds, w, role);
-  return JSON.parse(value) as string;
+  return searchAccount(jira, bounds, w, role);
 }

@@ -51,6 +51,42 @@ async function statuses(deps: JiraDeps, ctx: RequestContext, project: string) {
   }));
 }
 
+/** `jira://project/{project}/<part>`: one JSON document per allowed project, completed from the allow-list. */
+function perProject(
+  deps: JiraDeps,
+  part: string,
+  /** The listing's name after the project key (`OPS create metadata`). */
+  noun: string,
+  title: string,
+  description: string,
+  read: (deps: JiraDeps, ctx: RequestContext, project: string) => Promise<unknown>,
+) {
+  const { scope } = deps;
+  return defineResource({
+    kind: 'template',
+    name: `jira_${part}`,
+    uriTemplate: `jira://project/{project}/${part}`,
+    title,
+    description,
+    mimeType: 'application/json',
+    list: async () =>
+      scope.names.map((key) => ({
+        uri: `jira://project/${key}/${part}`,
+        name: `${key} ${noun}`,
+      })),
+    complete: { project: projectCompleter(deps) },
+    target: (v) => scope.target((v.project ?? '').toUpperCase()),
+    read: async (_uri, variables, ctx) => {
+      const project = (variables.project ?? '').toUpperCase();
+      if (!scope.allows(project)) return undefined;
+      return {
+        text: JSON.stringify(await read(deps, ctx, project), null, 1),
+        mimeType: 'application/json',
+      };
+    },
+  });
+}
+
 /** `jira://projects`, `jira://project/{project}/createmeta` and `…/statuses` (completed from the allow-list). */
 export function jiraResources(deps: JiraDeps) {
   const { scope } = deps;
@@ -74,53 +110,21 @@ export function jiraResources(deps: JiraDeps) {
         mimeType: 'application/json',
       }),
     }),
-    defineResource({
-      kind: 'template',
-      name: 'jira_createmeta',
-      uriTemplate: 'jira://project/{project}/createmeta',
-      title: 'Create metadata',
-      description:
-        "A project's issue types and, per type, its fields: required or not, type, allowed values — what jira_create_issue needs.",
-      mimeType: 'application/json',
-      list: async () =>
-        scope.names.map((key) => ({
-          uri: `jira://project/${key}/createmeta`,
-          name: `${key} create metadata`,
-        })),
-      complete: { project: projectCompleter(deps) },
-      target: (v) => scope.target((v.project ?? '').toUpperCase()),
-      read: async (_uri, variables, ctx) => {
-        const project = (variables.project ?? '').toUpperCase();
-        if (!scope.allows(project)) return undefined;
-        return {
-          text: JSON.stringify(await createMeta(deps, ctx, project), null, 1),
-          mimeType: 'application/json',
-        };
-      },
-    }),
-    defineResource({
-      kind: 'template',
-      name: 'jira_statuses',
-      uriTemplate: 'jira://project/{project}/statuses',
-      title: 'Workflow statuses',
-      description:
-        "A project's statuses per issue type, with their categories (To Do, In Progress, Done).",
-      mimeType: 'application/json',
-      list: async () =>
-        scope.names.map((key) => ({
-          uri: `jira://project/${key}/statuses`,
-          name: `${key} statuses`,
-        })),
-      complete: { project: projectCompleter(deps) },
-      target: (v) => scope.target((v.project ?? '').toUpperCase()),
-      read: async (_uri, variables, ctx) => {
-        const project = (variables.project ?? '').toUpperCase();
-        if (!scope.allows(project)) return undefined;
-        return {
-          text: JSON.stringify(await statuses(deps, ctx, project), null, 1),
-          mimeType: 'application/json',
-        };
-      },
-    }),
+    perProject(
+      deps,
+      'createmeta',
+      'create metadata',
+      'Create metadata',
+      "A project's issue types and, per type, its fields: required or not, type, allowed values — what jira_create_issue needs.",
+      createMeta,
+    ),
+    perProject(
+      deps,
+      'statuses',
+      'statuses',
+      'Workflow statuses',
+      "A project's statuses per issue type, with their categories (To Do, In Progress, Done).",
+      statuses,
+    ),
   ];
 }

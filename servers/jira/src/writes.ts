@@ -1,6 +1,6 @@
 import { PolicyError, ToolError } from '@gatehouse/core';
 import type { ToolAnnotations } from '@gatehouse/core';
-import type { CallBounds, Jira } from './client.js';
+import type { CallBounds, Jira, JiraApi } from './client.js';
 import type { JiraDeps } from './deps.js';
 import type { JiraIssue } from './format.js';
 import { allowedKey, requireInScope } from './format.js';
@@ -100,13 +100,21 @@ export async function checkCreate(
   return type.id;
 }
 
-/** A project the credentials may not act in (Jira's 403) as a refusal the model can read. */
-export function permissionRefusal(error: unknown, what: string): unknown {
-  const status = (error as { status?: number }).status;
-  return status === 403
-    ? new PolicyError(
-        'jira_permission',
-        `The server's Jira account may not ${what} here (Jira answered 403).`,
-      )
-    : error;
+/**
+ * One write to Jira: never retried; a 403 (the account lacks the permission) becomes a refusal
+ * the model can read, audited as denied.
+ */
+export function writeCall<T>(
+  deps: JiraDeps,
+  bounds: CallBounds,
+  what: string,
+  fn: (api: JiraApi) => Promise<T>,
+): Promise<T> {
+  return deps.jira.call(bounds, 'write', fn).catch((error: unknown) => {
+    if ((error as { status?: number }).status !== 403) throw error;
+    throw new PolicyError(
+      'jira_permission',
+      `The server's Jira account may not ${what} here (Jira answered 403).`,
+    );
+  });
 }

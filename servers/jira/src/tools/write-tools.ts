@@ -9,13 +9,7 @@ import type { JiraIssue } from '../format.js';
 import { quote } from '../jql.js';
 import { markdownToAdf } from '../markdown.js';
 import { accountIdOf } from '../people.js';
-import {
-  DEDUPE_PROPERTY,
-  JIRA_WRITE,
-  checkCreate,
-  permissionRefusal,
-  writableIssue,
-} from '../writes.js';
+import { DEDUPE_PROPERTY, JIRA_WRITE, checkCreate, writeCall, writableIssue } from '../writes.js';
 
 const KeyArg = z.string().min(3).max(32).describe('The issue key, e.g. OPS-12.');
 const PriorityArg = z
@@ -89,11 +83,9 @@ export function createIssueTool(deps: JiraDeps) {
           return (found.issues?.[0] as JiraIssue | undefined)?.key;
         },
         async () => {
-          const created = await jira
-            .call(ctx, 'write', (api) => api.issues.createIssue(request))
-            .catch((e: unknown) => {
-              throw permissionRefusal(e, `create issues in ${project}`);
-            });
+          const created = await writeCall(deps, ctx, `create issues in ${project}`, (api) =>
+            api.issues.createIssue(request),
+          );
           return created.key ?? '';
         },
         jiraError,
@@ -160,11 +152,7 @@ export function updateIssueTool(deps: JiraDeps) {
         ...(labels.length === 0 ? {} : { update: { labels } }),
       };
       if (ctx.dryRun) return ctx.preview(request, `Would change ${changed.join(', ')} of ${key}.`);
-      await jira
-        .call(ctx, 'write', (api) => api.issues.editIssue(request))
-        .catch((e: unknown) => {
-          throw permissionRefusal(e, `edit ${key}`);
-        });
+      await writeCall(deps, ctx, `edit ${key}`, (api) => api.issues.editIssue(request));
       const url = issueView(config.JIRA_URL, issue).url;
       return {
         structured: { key, changed, url },
@@ -222,11 +210,9 @@ export function addCommentTool(deps: JiraDeps) {
           return hit?.id;
         },
         async () => {
-          const comment = await jira
-            .call(ctx, 'write', (api) => api.issueComments.addComment(request))
-            .catch((e: unknown) => {
-              throw permissionRefusal(e, `comment on ${key}`);
-            });
+          const comment = await writeCall(deps, ctx, `comment on ${key}`, (api) =>
+            api.issueComments.addComment(request),
+          );
           return comment.id ?? '';
         },
         jiraError,
@@ -323,11 +309,7 @@ export function transitionIssueTool(deps: JiraDeps) {
       };
       const to = t.to?.name ?? t.name ?? '';
       if (ctx.dryRun) return ctx.preview(request, `Would move ${key} from ${from} to ${to}.`);
-      await jira
-        .call(ctx, 'write', (api) => api.issues.doTransition(request))
-        .catch((e: unknown) => {
-          throw permissionRefusal(e, `transition ${key}`);
-        });
+      await writeCall(deps, ctx, `transition ${key}`, (api) => api.issues.doTransition(request));
       return {
         structured: { key, from, to, changed: true },
         text: `Moved ${key} from ${from} to ${to}.`,
