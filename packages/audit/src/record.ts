@@ -34,6 +34,7 @@ export type AuditAction =
   | 'gatehouse/config_refused'
   | 'gatehouse/auth_failure'
   | 'gatehouse/security_override'
+  | 'gatehouse/rate_limit_store'
   | 'audit/checkpoint';
 
 /** Integrity fields, added by the writer. */
@@ -83,7 +84,9 @@ export interface AuditRecord {
       | 'config_invalid'
       | 'start_refused'
       | 'auth_failed'
-      | 'security_override';
+      | 'security_override'
+      | 'store_unavailable'
+      | 'store_available';
     start?: string;
     /** Nanoseconds. */
     duration?: number;

@@ -22,6 +22,8 @@ const reasons = [
   'start_refused',
   'auth_failed',
   'security_override',
+  'store_unavailable',
+  'store_available',
 ];
 
 /**
@@ -69,6 +71,7 @@ export const auditRecordSchema = {
             'gatehouse/config_refused',
             'gatehouse/auth_failure',
             'gatehouse/security_override',
+            'gatehouse/rate_limit_store',
             'audit/checkpoint',
           ],
         },

@@ -73,12 +73,15 @@ export function auditMessage(message: string): string {
 }
 
 /** The sinks the configuration asks for (default: stderr on stdio, stdout on HTTP). */
+/** The configured audit sinks, or the transport's default (stderr on stdio, stdout on HTTP). */
+export function auditSinkNames(config: BaseConfig): readonly ('stderr' | 'stdout' | 'file')[] {
+  return config.GATEHOUSE_AUDIT_SINKS.length > 0
+    ? config.GATEHOUSE_AUDIT_SINKS
+    : [config.GATEHOUSE_TRANSPORT === 'stdio' ? 'stderr' : 'stdout'];
+}
+
 export function auditSinks(config: BaseConfig): LineSink[] {
-  const names =
-    config.GATEHOUSE_AUDIT_SINKS.length > 0
-      ? config.GATEHOUSE_AUDIT_SINKS
-      : [config.GATEHOUSE_TRANSPORT === 'stdio' ? 'stderr' : 'stdout'];
-  return names.map((name) => {
+  return auditSinkNames(config).map((name) => {
     if (name === 'stderr') return fdSink(2, 'stderr');
     if (name === 'stdout') return fdSink(1, 'stdout');
     return fileSink({
@@ -118,7 +121,8 @@ type LifecycleAction =
   | 'gatehouse/config_refused'
   | 'gatehouse/start_refused'
   | 'gatehouse/auth_failure'
-  | 'gatehouse/security_override';
+  | 'gatehouse/security_override'
+  | 'gatehouse/rate_limit_store';
 
 type EventFields = Pick<AuditEntry['event'], 'category' | 'type' | 'reason' | 'outcome'>;
 
@@ -163,6 +167,20 @@ function lifecycleEvent(action: LifecycleAction, failed: boolean): EventFields {
         reason: 'security_override',
         outcome: 'success',
       };
+    case 'gatehouse/rate_limit_store':
+      return failed
+        ? {
+            category: ['process'],
+            type: ['error'],
+            reason: 'store_unavailable',
+            outcome: 'failure',
+          }
+        : {
+            category: ['process'],
+            type: ['change'],
+            reason: 'store_available',
+            outcome: 'success',
+          };
   }
 }
 

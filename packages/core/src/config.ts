@@ -81,6 +81,24 @@ export const baseConfigShape = {
   GATEHOUSE_MAX_BODY_BYTES: envInt(1024, 64 * 1024 * 1024)
     .default(1024 * 1024)
     .describe('Largest accepted HTTP request body; larger ones get 413.'),
+  GATEHOUSE_HTTP_KEEPALIVE_MS: envInt(1_000, 3_600_000)
+    .default(65_000)
+    .describe(
+      'How long an idle HTTP keep-alive connection stays open; keep it above the load balancer idle timeout (often 60 s).',
+    ),
+  GATEHOUSE_HTTP_HEADERS_TIMEOUT_MS: envInt(1_000, 600_000)
+    .default(30_000)
+    .describe('How long a client may take to send the request headers (slow-loris guard).'),
+  GATEHOUSE_METRICS_PORT: envInt(0, 65535)
+    .optional()
+    .describe(
+      'Serve Prometheus metrics at /metrics on this separate port (unset: no metrics listener); never on the MCP port.',
+    ),
+  GATEHOUSE_METRICS_HOST: z
+    .string()
+    .min(1)
+    .optional()
+    .describe('Address the metrics listener binds to (default: GATEHOUSE_HOST).'),
   GATEHOUSE_DRAIN_MS: envInt(0, 600_000)
     .default(10_000)
     .describe('On SIGTERM/SIGINT, how long in-flight calls may take to finish.'),
@@ -151,6 +169,19 @@ export const baseConfigShape = {
   GATEHOUSE_RATE_WRITE_PER_MIN: envInt(1, 1_000_000)
     .default(20)
     .describe('Calls per minute of each write tool, per principal.'),
+  GATEHOUSE_REDIS_URL: secret(
+    z.string().regex(/^rediss?:\/\/\S+$/, 'expected a redis:// or rediss:// URL'),
+  )
+    .optional()
+    .describe(
+      'Redis shared by the replicas: rate limits count across all of them (unset: per process).',
+    ),
+  GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE: z
+    .enum(['memory', 'closed'])
+    .default('memory')
+    .describe(
+      'When Redis is unreachable: memory (each replica limits alone until it is back) or closed (refuse every call and report not ready).',
+    ),
   GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL: envInt(1, 10_000)
     .default(8)
     .describe('Calls one principal may have running at once.'),

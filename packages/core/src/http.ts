@@ -59,6 +59,12 @@ export interface HttpServerOptions {
     method: string,
     params: Record<string, unknown> | undefined,
   ) => ScopeNeed | undefined;
+  /** Idle keep-alive connections close after this long (above the load balancer's idle timeout). */
+  keepAliveTimeoutMs?: number;
+  /** A client must send the request headers within this long. */
+  headersTimeoutMs?: number;
+  /** Hears every answered HTTP request (metrics): method, route, status, seconds. */
+  onRequestDone?: (method: string, route: string, status: number, seconds: number) => void;
   /** MCP requests served at once; beyond it, 429 with Retry-After. */
   maxInflight?: number;
   /** Audits a refused authentication (never with the credential). */
@@ -173,6 +179,23 @@ export async function startHttpServer(
   };
 
   const server = createServer((req, res) => {
+    if (options.onRequestDone !== undefined) {
+      const done = options.onRequestDone;
+      const started = process.hrtime.bigint();
+      res.once('finish', () => {
+        const path = (req.url ?? '/').split('?')[0];
+        const route =
+          path === options.path
+            ? 'mcp'
+            : path === '/healthz' || path === '/readyz'
+              ? path.slice(1)
+              : options.authenticator?.metadata?.paths.includes(path ?? '')
+                ? 'metadata'
+                : 'other';
+        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+        done(req.method ?? 'GET', route, res.statusCode, seconds);
+      });
+    }
     let url: URL;
     try {
       url = new URL(req.url ?? '/', 'http://localhost');
@@ -223,7 +246,10 @@ export async function startHttpServer(
     }
   });
   server.requestTimeout = 0; // tool calls have their own deadlines
-  server.headersTimeout = 30_000;
+  server.headersTimeout = options.headersTimeoutMs ?? 30_000;
+  // Above a load balancer's idle timeout (60 s on most): the balancer, not Node, closes an idle
+  // connection first, so it never sends a request down a socket Node is closing (a 502).
+  server.keepAliveTimeout = options.keepAliveTimeoutMs ?? 65_000;
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -62,4 +62,5 @@ export type { RetryOptions } from './retry.js';
 export { EXIT, runServer } from './run.js';
 export type { RunServerOptions, RunningServer } from './run.js';
 export { sanitizeDeep, sanitizeText } from './sanitize.js';
+export { traceUpstream } from './tracing.js';
 export type { SanitizeFlag, Sanitized } from './sanitize.js';

@@ -5,7 +5,7 @@ import type { Principal } from './principal.js';
 
 /** Why a call may not start now, and when to try again. */
 export interface Limited {
-  rule: 'rate' | 'concurrency' | 'inflight';
+  rule: 'rate' | 'concurrency' | 'inflight' | 'rate_store';
   retryAfterSeconds: number;
   message: string;
 }
@@ -13,12 +13,13 @@ export interface Limited {
 /** Builds the rate limiter for one access class (`rate-limiter-flexible`, pluggable store). */
 export type LimiterFactory = (
   pointsPerMinute: number,
+  name: string,
 ) => Promise<RateLimiterAbstract | BurstyRateLimiter> | RateLimiterAbstract | BurstyRateLimiter;
 
 /**
  * In memory: a steady rate in 10-second windows plus a burst allowance of the per-minute rate —
- * the behaviour of a token bucket, on rate-limiter-flexible's limiters. A shared store (Redis)
- * for many replicas plugs in here. (Loaded on the first call, not at start.)
+ * the behaviour of a token bucket, on rate-limiter-flexible's limiters. (Loaded on the first
+ * call, not at start.)
  */
 export const memoryLimiter: LimiterFactory = async (perMinute) => {
   const { BurstyRateLimiter, RateLimiterMemory } = await import('rate-limiter-flexible');
@@ -27,6 +28,94 @@ export const memoryLimiter: LimiterFactory = async (perMinute) => {
     new RateLimiterMemory({ points: perMinute, duration: 60, keyPrefix: 'burst' }),
   );
 };
+
+/** A store the replicas share their counters in (Redis), and whether it answers now. */
+export interface SharedLimiterStore {
+  /** For messages: `redis`. */
+  readonly name: string;
+  readonly factory: LimiterFactory;
+  /** True while the store answers. */
+  healthy(): boolean;
+  close(): Promise<void>;
+}
+
+/**
+ * Redis (ioredis) as the shared store: the same windows as {@link memoryLimiter}, counted in
+ * Redis under `gatehouse:<service>:…`, so every replica of a server draws from one budget.
+ * Commands fail at once while Redis is unreachable (no offline queue), and the limiter rejects
+ * without waiting when the connection is not ready: the caller then applies the configured
+ * fallback instead of hanging a call on a dead store. `onChange` hears every up/down transition.
+ */
+export async function redisLimiterStore(
+  url: string,
+  service: string,
+  onChange: (up: boolean, detail: string) => void,
+): Promise<SharedLimiterStore> {
+  const [{ Redis }, { BurstyRateLimiter, RateLimiterRedis }] = await Promise.all([
+    import('ioredis'),
+    import('rate-limiter-flexible'),
+  ]);
+  const client = new Redis(url, {
+    enableOfflineQueue: false,
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: 1_000,
+    // Keep trying, at most every 2 s: the store comes back on its own when Redis does.
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  });
+  let up = false;
+  let lastProblem = 'not connected yet';
+  client.on('ready', () => {
+    if (up) return;
+    up = true;
+    onChange(true, 'connected');
+  });
+  const down = (problem: string): void => {
+    lastProblem = problem;
+    if (!up) return;
+    up = false;
+    onChange(false, problem);
+  };
+  client.on('error', (error: Error) => down(error.message));
+  client.on('close', () => down('connection closed'));
+  // Wait briefly for the first connection, so a healthy start is not reported as a fallback.
+  await new Promise<void>((resolve) => {
+    const timer = setTimeout(resolve, 2_000);
+    client.once('ready', () => {
+      clearTimeout(timer);
+      resolve();
+    });
+  });
+  if (!up) onChange(false, lastProblem);
+  const prefix = `gatehouse:${service}`;
+  return {
+    name: 'redis',
+    healthy: () => up,
+    factory: (perMinute, name) =>
+      new BurstyRateLimiter(
+        new RateLimiterRedis({
+          storeClient: client,
+          rejectIfRedisNotReady: true,
+          points: Math.max(1, Math.ceil(perMinute / 6)),
+          duration: 10,
+          keyPrefix: `${prefix}:${name}`,
+        }),
+        new RateLimiterRedis({
+          storeClient: client,
+          rejectIfRedisNotReady: true,
+          points: perMinute,
+          duration: 60,
+          keyPrefix: `${prefix}:${name}:burst`,
+        }),
+      ),
+    close: async () => {
+      client.disconnect();
+    },
+  };
+}
+
+/** Stands for a store that is known to be down (no request is sent to it). */
+const STORE_DOWN = new Error('the shared rate-limit store is unreachable');
 
 /** A refusal from a limiter: rate-limiter-flexible rejects with a result carrying msBeforeNext. */
 function isRefusal(error: unknown): error is { msBeforeNext: number } {
@@ -44,7 +133,14 @@ export class Limits {
         write: RateLimiterAbstract | BurstyRateLimiter;
       }>
     | undefined;
-  readonly #factory: LimiterFactory;
+  #memory:
+    | Promise<{
+        read: RateLimiterAbstract | BurstyRateLimiter;
+        write: RateLimiterAbstract | BurstyRateLimiter;
+      }>
+    | undefined;
+  readonly #store: SharedLimiterStore | undefined;
+  readonly #onStoreFailure: 'memory' | 'closed';
   readonly #perMinute: { read: number; write: number };
   readonly #perPrincipal: number;
   readonly #global: number;
@@ -59,9 +155,10 @@ export class Limits {
       | 'GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL'
       | 'GATEHOUSE_MAX_INFLIGHT'
     >,
-    factory: LimiterFactory = memoryLimiter,
+    options: { store?: SharedLimiterStore; onStoreFailure?: 'memory' | 'closed' } = {},
   ) {
-    this.#factory = factory;
+    this.#store = options.store;
+    this.#onStoreFailure = options.onStoreFailure ?? 'memory';
     this.#perMinute = {
       read: config.GATEHOUSE_RATE_READ_PER_MIN,
       write: config.GATEHOUSE_RATE_WRITE_PER_MIN,
@@ -99,18 +196,30 @@ export class Limits {
       if (now === 0) this.#running.delete(principal.id);
       else this.#running.set(principal.id, now);
     };
-    this.#limiters ??= (async () => ({
-      read: await this.#factory(this.#perMinute.read),
-      write: await this.#factory(this.#perMinute.write),
-    }))();
-    const limiters = await this.#limiters;
-    const limiter = tool.access === 'write' ? limiters.write : limiters.read;
-    try {
-      await limiter.consume(`${principal.id}\u0000${tool.name}`);
-    } catch (error) {
+    const key = `${principal.id}\u0000${tool.name}`;
+    const store = this.#store;
+    // The shared store when it answers; when it is down or fails on this very call, the
+    // configured fallback: refuse (closed), or count in this process (memory).
+    let rejection =
+      store?.healthy() === false ? STORE_DOWN : await this.#consume(store, tool.access, key);
+    if (store !== undefined && rejection !== undefined && !isRefusal(rejection)) {
+      if (this.#onStoreFailure === 'closed') {
+        release();
+        return {
+          rule: 'rate_store',
+          retryAfterSeconds: 5,
+          message: `The shared rate-limit store (${store.name}) is unreachable, and this server refuses calls until it is back. Retry in 5s; tell the operator if it lasts.`,
+        };
+      }
+      rejection = await this.#consume(undefined, tool.access, key);
+    }
+    if (rejection !== undefined) {
       release();
-      if (!isRefusal(error)) throw error;
-      const seconds = Math.max(1, Math.ceil(error.msBeforeNext / 1000));
+      if (!isRefusal(rejection))
+        throw rejection instanceof Error
+          ? rejection
+          : new Error('the rate limiter failed', { cause: rejection });
+      const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
       return {
         rule: 'rate',
         retryAfterSeconds: seconds,
@@ -118,5 +227,26 @@ export class Limits {
       };
     }
     return release;
+  }
+
+  /** Consumes one point; resolves with the rejection (a refusal or a store error), if any. */
+  async #consume(
+    store: SharedLimiterStore | undefined,
+    access: ToolDefinition['access'],
+    key: string,
+  ): Promise<unknown> {
+    const make = (factory: LimiterFactory) => async () => ({
+      read: await factory(this.#perMinute.read, 'read'),
+      write: await factory(this.#perMinute.write, 'write'),
+    });
+    const limiters = await (store === undefined
+      ? (this.#memory ??= make(memoryLimiter)())
+      : (this.#limiters ??= make(store.factory)()));
+    try {
+      await (access === 'write' ? limiters.write : limiters.read).consume(key);
+      return undefined;
+    } catch (error) {
+      return error;
+    }
   }
 }

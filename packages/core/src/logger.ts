@@ -57,7 +57,7 @@ export function createLogger(options: LoggerOptions = {}): Logger {
     {
       level: options.level ?? 'info',
       ...(options.name === undefined ? {} : { name: options.name }),
-      redact: { paths: [...REDACT_PATHS, ...(options.redact ?? [])], censor: '[redacted]' },
+      redact: { paths: [...REDACT_PATHS, ...(options.redact ?? [])], censor: '[secret]' },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },

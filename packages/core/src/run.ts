@@ -2,7 +2,13 @@ import { userInfo } from 'node:os';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type * as z from 'zod';
 import { fdSink, AuditLog } from '@gatehouse/audit';
-import { auditMessage, lifecycleEntry, openAuditLog, scopeDeniedEntry } from './audit.js';
+import {
+  auditMessage,
+  auditSinkNames,
+  lifecycleEntry,
+  openAuditLog,
+  scopeDeniedEntry,
+} from './audit.js';
 import type { AuditWriter } from './audit.js';
 import { loadConfig, redactConfig, secretKeys, unknownVariables } from './config.js';
 import { MIN_SECRET_LENGTH } from './secrets.js';
@@ -14,7 +20,8 @@ import type { RunningHttpServer } from './http.js';
 import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import { createAuthenticator } from './auth.js';
-import { Limits } from './limits.js';
+import { Limits, redisLimiterStore } from './limits.js';
+import type { SharedLimiterStore } from './limits.js';
 import { createToolPolicy, readScope, toolScope, unknownToolNames } from './policy.js';
 import { ANONYMOUS, localPrincipal } from './principal.js';
 import type { Principal } from './principal.js';
@@ -26,6 +33,9 @@ import {
 } from './server.js';
 import { LineTransport } from './stdio.js';
 import { checkAtStart } from './startup.js';
+import { startTracing } from './tracing.js';
+import type { Metrics } from './metrics.js';
+import type { PipelineMetrics } from './pipeline/runtime.js';
 import type { Readiness } from './startup.js';
 import type { Runtime } from './server.js';
 
@@ -60,7 +70,12 @@ export const EXIT = { ok: 0, failure: 1, config: 2 } as const;
 export function createRuntime(
   config: BaseConfig,
   logger: Logger,
-  options: { audit: AuditWriter; inflight?: InflightTracker },
+  options: {
+    audit: AuditWriter;
+    inflight?: InflightTracker;
+    limiterStore?: SharedLimiterStore;
+    metrics?: PipelineMetrics;
+  },
 ): Runtime {
   const operator = localPrincipal(config.GATEHOUSE_PRINCIPAL ?? `local:${userInfo().username}`);
   const transport = config.GATEHOUSE_TRANSPORT;
@@ -75,13 +90,17 @@ export function createRuntime(
       transport === 'stdio'
         ? operator
         : ((ctx.authInfo?.extra as { principal?: Principal } | undefined)?.principal ?? ANONYMOUS),
-    limits: new Limits(config),
+    limits: new Limits(config, {
+      onStoreFailure: config.GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE,
+      ...(options.limiterStore === undefined ? {} : { store: options.limiterStore }),
+    }),
     maxOutputBytes: config.GATEHOUSE_MAX_OUTPUT_BYTES,
     ...(config.GATEHOUSE_CONFIRM_WRITES
       ? { confirmWrites: { fallback: config.GATEHOUSE_CONFIRM_FALLBACK } }
       : {}),
     ...(options.inflight === undefined ? {} : { inflight: options.inflight }),
     ...(config.GATEHOUSE_STATE_KEY === undefined ? {} : { stateKey: config.GATEHOUSE_STATE_KEY }),
+    ...(options.metrics === undefined ? {} : { metrics: options.metrics }),
   };
 }
 
@@ -208,12 +227,83 @@ export async function runServer<S extends z.ZodObject>(
     return undefined;
   }
   const inflight = new InflightTracker();
-  const runtime = createRuntime(base, log, { audit, inflight });
+  // Rate limits shared by the replicas (Redis): each up/down transition is logged and audited.
+  const limiterStore =
+    base.GATEHOUSE_REDIS_URL === undefined
+      ? undefined
+      : await redisLimiterStore(base.GATEHOUSE_REDIS_URL, definition.name, (up, detail) => {
+          const fallback = base.GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE;
+          if (up) log.info('rate-limit store (redis) connected: limits are shared by the replicas');
+          else
+            log.error(
+              { detail, fallback },
+              fallback === 'closed'
+                ? 'rate-limit store (redis) unreachable: refusing calls until it is back'
+                : 'rate-limit store (redis) unreachable: limiting per replica until it is back',
+            );
+          audit.append(
+            lifecycleEntry(
+              'gatehouse/rate_limit_store',
+              { store: 'redis', state: up ? 'up' : 'down', fallback, detail: auditMessage(detail) },
+              up ? {} : { outcome: 'failure' },
+            ),
+          );
+        });
+  // Prometheus metrics on their own port, loaded only when asked for.
+  let metrics: Metrics | undefined;
+  let metricsListener: { url: URL; close(): void } | undefined;
+  if (base.GATEHOUSE_METRICS_PORT !== undefined) {
+    const { Metrics: MetricsClass, serveMetrics } = await import('./metrics.js');
+    metrics = new MetricsClass({
+      service: { name: definition.name, version: definition.version },
+      inflight: () => inflight.count,
+      auditSinks: () =>
+        auditSinkNames(base).map((name) => ({
+          name,
+          up: ![...audit.failures.keys()].some((failed) => failed.startsWith(name)),
+        })),
+      ...(limiterStore === undefined ? {} : { rateLimitStoreUp: () => limiterStore.healthy() }),
+    });
+    try {
+      metricsListener = await serveMetrics(
+        metrics,
+        base.GATEHOUSE_METRICS_HOST ?? base.GATEHOUSE_HOST,
+        base.GATEHOUSE_METRICS_PORT,
+      );
+    } catch (error) {
+      log.fatal({ err: error }, 'could not listen for metrics');
+      await definition.close?.();
+      await limiterStore?.close();
+      process.exitCode = EXIT.failure;
+      return undefined;
+    }
+  }
+  // Traces from the standard OTEL_* variables (off unless OTEL_TRACES_EXPORTER names one).
+  let stopTracing: (() => Promise<void>) | undefined;
+  try {
+    stopTracing = await startTracing(env, { name: definition.name, version: definition.version });
+  } catch (error) {
+    log.warn({ err: error }, 'tracing is off: its configuration was refused');
+  }
+  const runtime = createRuntime(base, log, {
+    audit,
+    inflight,
+    ...(limiterStore === undefined ? {} : { limiterStore }),
+    ...(metrics === undefined ? {} : { metrics }),
+  });
   const factory = createServerFactory(definition, runtime);
   const ready = async (): Promise<ReadyResult> => {
     if (audit.failures.size > 0)
       return { ready: false, detail: 'the audit trail cannot be written' };
-    return readiness();
+    const upstream = await readiness();
+    if (limiterStore === undefined || limiterStore.healthy() || !upstream.ready) return upstream;
+    return base.GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE === 'closed'
+      ? { ready: false, detail: 'the shared rate-limit store (redis) is unreachable' }
+      : {
+          ready: true,
+          detail:
+            'degraded: the shared rate-limit store (redis) is unreachable; limits are per replica',
+        };
   };
 
   let http: RunningHttpServer | undefined;
@@ -251,7 +341,11 @@ export async function runServer<S extends z.ZodObject>(
         ...(authenticator === undefined ? {} : { authenticator }),
         requiredScope: createScopeLookup(definition, enabled),
         maxInflight: base.GATEHOUSE_MAX_INFLIGHT,
-        onAuthFailure: (outcome, peer) =>
+        keepAliveTimeoutMs: base.GATEHOUSE_HTTP_KEEPALIVE_MS,
+        headersTimeoutMs: base.GATEHOUSE_HTTP_HEADERS_TIMEOUT_MS,
+        ...(metrics === undefined ? {} : { onRequestDone: metrics.httpRequest.bind(metrics) }),
+        onAuthFailure: (outcome, peer) => {
+          metrics?.authRefused(outcome.error ?? 'missing_credentials');
           audit.append(
             lifecycleEntry(
               'gatehouse/auth_failure',
@@ -265,8 +359,10 @@ export async function runServer<S extends z.ZodObject>(
                 ...(peer.sourceIp === undefined ? {} : { sourceIp: peer.sourceIp }),
               },
             ),
-          ),
+          );
+        },
         onScopeDenied: (principal, need, peer) => {
+          metrics?.authRefused('insufficient_scope');
           const tool =
             need.method === 'tools/call'
               ? definition.tools.find((t) => t.name === need.name)
@@ -325,12 +421,18 @@ export async function runServer<S extends z.ZodObject>(
       audit.append(lifecycleEntry('gatehouse/security_override', { setting, ...details }));
     },
   });
+  // The effective config is in the gatehouse/start record. When that record goes to the
+  // terminal or container log too (stderr/stdout sinks), the log line does not repeat it.
+  const auditInLog = auditSinkNames(base).some((s) => s !== 'file');
   log.info(
     {
-      config: effectiveConfig,
+      ...(auditInLog
+        ? { config: 'in the gatehouse/start audit record' }
+        : { config: effectiveConfig }),
       tools: tools.filter((t) => t.enabled).map((t) => t.name),
-      audit: { stream: audit.stream, sinks: base.GATEHOUSE_AUDIT_SINKS },
+      audit: { stream: audit.stream, sinks: auditSinkNames(base) },
       ...(http === undefined ? {} : { url: http.url.href }),
+      ...(metricsListener === undefined ? {} : { metrics: metricsListener.url.href }),
     },
     'server started',
   );
@@ -353,6 +455,9 @@ export async function runServer<S extends z.ZodObject>(
       }
       try {
         await definition.close?.();
+        await limiterStore?.close();
+        metricsListener?.close();
+        await stopTracing?.();
       } catch (error) {
         log.error({ err: error }, 'closing upstream clients failed');
       }

@@ -53,3 +53,9 @@ export {
   createServerFactory,
 } from './server.js';
 export type { Runtime } from './server.js';
+export { Metrics, serveMetrics } from './metrics.js';
+export type { MetricsSources } from './metrics.js';
+export type { PipelineMetrics } from './pipeline/runtime.js';
+export { enableTracing, startTracing, tracingEnabled } from './tracing.js';
+export { redisLimiterStore } from './limits.js';
+export type { SharedLimiterStore } from './limits.js';

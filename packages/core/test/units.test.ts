@@ -235,10 +235,10 @@ describe('createLogger', () => {
       'hello',
     );
     const line = JSON.parse(out) as Record<string, any>;
-    expect(line.password).toBe('[redacted]');
-    expect(line.headers.authorization).toBe('[redacted]');
-    expect(line.upstream.request.token).toBe('[redacted]');
-    expect(line.config).toEqual({ DB_URL: '[redacted]', PORT: 1 });
+    expect(line.password).toBe('[secret]');
+    expect(line.headers.authorization).toBe('[secret]');
+    expect(line.upstream.request.token).toBe('[secret]');
+    expect(line.config).toEqual({ DB_URL: '[secret]', PORT: 1 });
     expect(out).not.toMatch(/p1|abc|ghp_x|pw@/);
   });
 });

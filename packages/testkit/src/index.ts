@@ -35,5 +35,7 @@ export type {
   RouteContext,
   RouteHandler,
 } from './http-fake.js';
+export { freePort, startRedis } from './redis.js';
+export type { TestRedis } from './redis.js';
 export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
 export type { ConformanceRun } from './repo-tools.js';

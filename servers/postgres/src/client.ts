@@ -1,4 +1,4 @@
-import { PolicyError, ToolError, UpstreamError } from '@gatehouse/core';
+import { PolicyError, ToolError, UpstreamError, traceUpstream } from '@gatehouse/core';
 import type { Logger, ReadyResult } from '@gatehouse/core';
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
@@ -443,6 +443,31 @@ export class PostgresDatabase {
    * cancellation. Aborting the call cancels the backend query through another connection.
    */
   async transaction<T>(bounds: CallBounds, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+    // One CLIENT span per transaction when tracing is on: the database system and host, no SQL.
+    return traceUpstream('postgresql transaction', this.spanAttributes(), () =>
+      this.runTransaction(bounds, fn),
+    );
+  }
+
+  /** The span attributes of this database: system, host and port (never the credentials). */
+  private spanAttributes(): Record<string, string | number> {
+    let url: URL | undefined;
+    try {
+      url = new URL(this.config.POSTGRES_URL);
+    } catch {
+      url = undefined;
+    }
+    return {
+      'db.system.name': 'postgresql',
+      ...(url?.hostname ? { 'server.address': url.hostname } : {}),
+      ...(url?.port ? { 'server.port': Number(url.port) } : {}),
+    };
+  }
+
+  private async runTransaction<T>(
+    bounds: CallBounds,
+    fn: (client: PoolClient) => Promise<T>,
+  ): Promise<T> {
     try {
       await this.ensureVerified();
     } catch (error) {

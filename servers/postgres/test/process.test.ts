@@ -65,6 +65,9 @@ describe('over stdio', () => {
     const stderr = connection.stderr.join('\n');
     expect(stderr).toContain('"msg":"server started"');
     expect(stderr).toContain('[secret]');
+    // The effective config is written once (in the gatehouse/start record on stderr), one marker.
+    expect(stderr.match(/"POSTGRES_URL":/g)).toHaveLength(1);
+    expect(stderr).not.toContain('[redacted]');
     expect(stderr).not.toContain(password);
   });
 });

@@ -16,6 +16,7 @@ import type { Logger } from '../logger.js';
 import type { Decision } from '../policy.js';
 import type { Principal } from '../principal.js';
 import { frameUntrusted } from '../sanitize.js';
+import { RequestTrace } from '../tracing.js';
 import { buildAuditRecord } from './audit-record.js';
 import type { Action, RecordCaller, RecordOutcome, RecordSubject } from './audit-record.js';
 import { classifyFailure } from './failures.js';
@@ -126,6 +127,8 @@ export class Attempt implements RecordSubject {
   readonly startedAt = new Date().toISOString();
   readonly startedNs = process.hrtime.bigint();
   tool: PreparedTool | undefined;
+  /** The request span and its stage spans (no-ops unless tracing is on). */
+  readonly trace: RequestTrace;
 
   constructor(
     private readonly connection: Connection,
@@ -133,7 +136,19 @@ export class Attempt implements RecordSubject {
     readonly action: Action,
     readonly name: string,
     readonly args?: unknown,
-  ) {}
+  ) {
+    // A resource URI is not put in a span (it can carry what the caller asked for).
+    this.trace = RequestTrace.start({
+      method: action,
+      ...(action === 'resources/read' ? {} : { target: name }),
+      ...(action === 'tools/call' ? { tool: name } : {}),
+      requestId: sctx.mcpReq.id,
+      transport: sctx.http === undefined ? connection.runtime.transport : 'http',
+      meta: sctx.mcpReq._meta,
+      headers: sctx.http?.req?.headers,
+    });
+    this.trace.stage('validate');
+  }
 
   /**
    * Ends the attempt with a failure, classified by the one table (failures.ts): the record gets
@@ -159,11 +174,23 @@ export class Attempt implements RecordSubject {
 
   /** Writes the attempt's audit record. A failing sink is logged; the sinks track it. */
   finish(reason: OutcomeReason, outcome: RecordOutcome = {}): void {
-    const { audit, logger } = this.connection.runtime;
+    const { audit, logger, metrics } = this.connection.runtime;
+    this.trace.stage('audit');
     try {
       audit.append(buildAuditRecord(this, this.connection.caller(this.sctx), reason, outcome));
     } catch (writeError) {
       logger.error({ err: writeError, eventId: this.eventId }, 'audit trail failed');
+    }
+    this.trace.end(reason, reason !== 'ok');
+    if (metrics !== undefined) {
+      const seconds = Number(process.hrtime.bigint() - this.startedNs) / 1e9;
+      metrics.operation(
+        this.action,
+        this.action === 'tools/call' ? this.name : '',
+        reason,
+        seconds,
+      );
+      if (reason === 'rate_limited') metrics.rateLimited(outcome.decision?.rule ?? 'rate');
     }
   }
 }

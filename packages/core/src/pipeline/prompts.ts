@@ -57,10 +57,11 @@ export function registerPrompts(connection: Connection, pageSize: number): void 
     const done = runtime.inflight?.enter();
     const flags = new Set<SanitizeFlag>();
     try {
-      const result = await withDeadline(
-        runtime.toolTimeoutMs,
-        connection.abortSources(sctx),
-        (signal) => prompt.handler(given, connection.contextFor(sctx, eventId, signal)),
+      attempt.trace.stage('handler');
+      const result = await attempt.trace.within(() =>
+        withDeadline(runtime.toolTimeoutMs, connection.abortSources(sctx), (signal) =>
+          prompt.handler(given, connection.contextFor(sctx, eventId, signal)),
+        ),
       );
       const body = sanitizeDeep(Array.isArray(result) ? { messages: result } : result, flags);
       attempt.finish('ok', { flags, result: body });

@@ -113,10 +113,11 @@ export function registerResources(connection: Connection, pageSize: number): voi
     const done = runtime.inflight?.enter();
     const flags = new Set<SanitizeFlag>();
     try {
-      const body = await withDeadline(
-        runtime.toolTimeoutMs,
-        connection.abortSources(sctx),
-        (signal) => read(connection.contextFor(sctx, eventId, signal)),
+      attempt.trace.stage('handler');
+      const body = await attempt.trace.within(() =>
+        withDeadline(runtime.toolTimeoutMs, connection.abortSources(sctx), (signal) =>
+          read(connection.contextFor(sctx, eventId, signal)),
+        ),
       );
       if (body === undefined) {
         attempt.finish('not_found', { target });

@@ -28,6 +28,16 @@ export interface Runtime {
   readonly limits?: Limits;
   /** Default size budget of a tool result or resource text, in bytes. */
   readonly maxOutputBytes?: number;
+  /** Prometheus metrics of the pipeline; none when absent. */
+  readonly metrics?: PipelineMetrics;
   /** Ask the user to confirm write calls, and what to do when the client cannot ask. */
   readonly confirmWrites?: { readonly fallback: 'refuse' | 'proceed' };
+}
+
+/** What the pipeline reports to the metrics (metrics.ts implements it on prom-client). */
+export interface PipelineMetrics {
+  /** One finished tools/call, resources/read or prompts/get (tool: its name, else empty). */
+  operation(method: string, tool: string, outcome: string, seconds: number): void;
+  /** A call refused by a limit (rule: rate, concurrency, inflight, rate_store). */
+  rateLimited(rule: string): void;
 }

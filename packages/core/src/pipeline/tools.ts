@@ -68,6 +68,7 @@ export function registerTools(connection: Connection, pageSize: number): void {
       const leak = { allow: false, rule: 'outgoing_secret', reason: text } as const;
       return refuse(attempt, 'denied', text, { target, decision: leak });
     }
+    attempt.trace.stage('rate_limit');
     const slot = (await runtime.limits?.acquire(connection.principal, tool)) ?? (() => undefined);
     if (typeof slot !== 'function') {
       const limit = { allow: false, rule: slot.rule, reason: slot.message };
@@ -78,13 +79,18 @@ export function registerTools(connection: Connection, pageSize: number): void {
     const flags = new Set<SanitizeFlag>();
     try {
       if (tool.access === 'write' && !dryRun && runtime.confirmWrites !== undefined) {
+        attempt.trace.stage('confirm');
         const gate = await confirmWrite(connection, sctx, tool, args, decision);
         if (gate !== undefined) {
           attempt.finish(gate.reason, { target, decision: gate.decision, result: gate.result });
           return gate.result;
         }
       }
-      const result = await runHandler(connection, sctx, attempt, prepared, args, dryRun, flags);
+      attempt.trace.stage('handler');
+      const result = await attempt.trace.within(() =>
+        runHandler(connection, sctx, attempt, prepared, args, dryRun, flags),
+      );
+      attempt.trace.stage('result');
       const budget = tool.maxOutputBytes ?? runtime.maxOutputBytes ?? Number.POSITIVE_INFINITY;
       const shaped = shapeToolResult(prepared, result, { dryRun, budget, flags });
       attempt.finish(shaped.reason, { target, decision, flags, result: shaped.result });

@@ -4,6 +4,8 @@
  * joined to the call's signal so a cancelled call stops at once.
  */
 
+import { traceUpstream, tracingEnabled } from '../tracing.js';
+
 /** An upstream request that did not answer within its timeout. */
 export class RequestTimeoutError extends Error {
   override readonly name = 'RequestTimeoutError';
@@ -19,7 +21,20 @@ export function timedFetch(ms: number, base: typeof fetch = fetch): typeof fetch
     const timeout = AbortSignal.timeout(ms);
     const signal = init?.signal ? AbortSignal.any([init.signal, timeout]) : timeout;
     try {
-      return await base(input, { ...init, signal });
+      if (!tracingEnabled()) return await base(input, { ...init, signal });
+      const method = init?.method ?? (input instanceof Request ? input.method : 'GET');
+      const url = new URL(input instanceof Request ? input.url : String(input));
+      // A CLIENT span: the method and the host, never the path or query.
+      return await traceUpstream(
+        `HTTP ${method}`,
+        {
+          'http.request.method': method,
+          'server.address': url.hostname,
+          ...(url.port === '' ? {} : { 'server.port': Number(url.port) }),
+        },
+        () => base(input, { ...init, signal }),
+        (response) => ({ 'http.response.status_code': response.status }),
+      );
     } catch (error) {
       if (timeout.aborted && !(init?.signal?.aborted ?? false)) throw new RequestTimeoutError(ms);
       throw error;

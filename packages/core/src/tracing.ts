@@ -1,0 +1,198 @@
+/**
+ * OpenTelemetry traces, off by default. The pipeline speaks only `@opentelemetry/api`; until
+ * {@link enableTracing} registers a provider nothing is created or extracted (one boolean per
+ * call). When on: one SERVER span per MCP request (tools/call, resources/read, prompts/get,
+ * completion/complete), named `{mcp.method.name} {target}` as the MCP semantic conventions say,
+ * with a child span per pipeline stage and, under the handler stage, a CLIENT span per upstream
+ * request. The parent comes from the request's `_meta.traceparent` (stdio and HTTP), else from
+ * the HTTP `traceparent` header. No arguments, results or resource URIs are put in spans.
+ */
+import {
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  context,
+  propagation,
+  trace,
+} from '@opentelemetry/api';
+import type { Context, Span, TextMapGetter, TracerProvider } from '@opentelemetry/api';
+
+let active = false;
+const tracer = () => trace.getTracer('@gatehouse/core');
+
+/**
+ * Registers `provider` (with the AsyncLocalStorage context manager and the W3C propagators) and
+ * turns the spans of the pipeline on. `startTracing` calls it from the standard `OTEL_*`
+ * variables; tests call it with an in-memory exporter.
+ */
+export async function enableTracing(provider: TracerProvider): Promise<void> {
+  const [
+    { AsyncLocalStorageContextManager },
+    { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator },
+  ] = await Promise.all([
+    import('@opentelemetry/context-async-hooks'),
+    import('@opentelemetry/core'),
+  ]);
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(
+    new CompositePropagator({
+      propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()],
+    }),
+  );
+  trace.setGlobalTracerProvider(provider);
+  active = true;
+}
+
+/** Whether spans are being made. */
+export function tracingEnabled(): boolean {
+  return active;
+}
+
+/**
+ * Tracing from the standard OpenTelemetry variables: on when `OTEL_TRACES_EXPORTER` names an
+ * exporter (`otlp` — OTLP over HTTP with JSON bodies, configured by `OTEL_EXPORTER_OTLP_*` — or `console`), off
+ * when it is unset or `none`, or when `OTEL_SDK_DISABLED=true`. Returns the shutdown (flushes).
+ */
+export async function startTracing(
+  env: Readonly<Record<string, string | undefined>>,
+  service: { name: string; version: string },
+): Promise<(() => Promise<void>) | undefined> {
+  const exporterName = env.OTEL_TRACES_EXPORTER?.trim().toLowerCase();
+  if (env.OTEL_SDK_DISABLED === 'true' || !exporterName || exporterName === 'none')
+    return undefined;
+  const sdk = await import('@opentelemetry/sdk-trace');
+  const { resourceFromAttributes } = await import('@opentelemetry/resources');
+  let processor;
+  if (exporterName === 'console') {
+    processor = new sdk.SimpleSpanProcessor({ exporter: new sdk.ConsoleSpanExporter() });
+  } else if (exporterName === 'otlp') {
+    const { OTLPTraceExporter } = await import('@opentelemetry/exporter-trace-otlp-http');
+    processor = new sdk.BatchSpanProcessor({ exporter: new OTLPTraceExporter() });
+  } else {
+    throw new Error(`OTEL_TRACES_EXPORTER: expected otlp, console or none, got ${exporterName}`);
+  }
+  const provider = new sdk.TracerProvider({
+    resource: resourceFromAttributes({
+      'service.name': env.OTEL_SERVICE_NAME ?? service.name,
+      'service.version': service.version,
+    }),
+    spanProcessors: [processor],
+  });
+  await enableTracing(provider);
+  return () => provider.shutdown();
+}
+
+/** Reads a carrier that is a plain object (`_meta`) or a Fetch `Headers`. */
+const getter: TextMapGetter<Record<string, unknown> | Headers> = {
+  get: (carrier, key) => {
+    const value = carrier instanceof Headers ? carrier.get(key) : carrier[key];
+    return typeof value === 'string' ? value : undefined;
+  },
+  keys: (carrier) => (carrier instanceof Headers ? [...carrier.keys()] : Object.keys(carrier)),
+};
+
+/** What the request span is told about the request. */
+export interface RequestSpanInfo {
+  method: string;
+  /** Tool, prompt or resource template name — never a URI or an argument. */
+  target?: string;
+  tool?: string;
+  requestId?: string | number;
+  transport: 'stdio' | 'http' | 'memory';
+  meta?: Record<string, unknown> | undefined;
+  headers?: Headers | undefined;
+}
+
+/** The spans of one MCP request: the request span, the current stage, and its context. */
+export class RequestTrace {
+  #stage: Span | undefined;
+  #stageContext: Context;
+
+  private constructor(
+    readonly span: Span,
+    readonly context: Context,
+  ) {
+    this.#stageContext = context;
+  }
+
+  static start(info: RequestSpanInfo): RequestTrace {
+    if (!active) return NOOP;
+    const carrier = typeof info.meta?.traceparent === 'string' ? info.meta : info.headers;
+    const parent =
+      carrier === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier, getter);
+    const span = tracer().startSpan(
+      info.target === undefined ? info.method : `${info.method} ${info.target}`,
+      {
+        kind: SpanKind.SERVER,
+        attributes: {
+          'mcp.method.name': info.method,
+          ...(info.tool === undefined
+            ? {}
+            : { 'gen_ai.tool.name': info.tool, 'gen_ai.operation.name': 'execute_tool' }),
+          ...(info.requestId === undefined ? {} : { 'jsonrpc.request.id': String(info.requestId) }),
+          'network.transport':
+            info.transport === 'http' ? 'tcp' : info.transport === 'stdio' ? 'pipe' : 'inproc',
+        },
+      },
+      parent,
+    );
+    return new RequestTrace(span, trace.setSpan(parent, span));
+  }
+
+  /** Ends the current stage span, if any, and starts `gatehouse.<name>` as a child of the request. */
+  stage(name: string): void {
+    if (this === NOOP) return;
+    this.#stage?.end();
+    this.#stage = tracer().startSpan(`gatehouse.${name}`, {}, this.context);
+    this.#stageContext = trace.setSpan(this.context, this.#stage);
+  }
+
+  /** Runs `fn` with the current stage as the active span (upstream spans become its children). */
+  within<T>(fn: () => T): T {
+    return this === NOOP ? fn() : context.with(this.#stageContext, fn);
+  }
+
+  /** Ends the stage and the request span with the outcome (`error.type` on failure). */
+  end(outcome: string, failed: boolean, protocolVersion?: string): void {
+    if (this === NOOP) return;
+    this.#stage?.end();
+    this.#stage = undefined;
+    this.span.setAttribute('gatehouse.outcome', outcome);
+    if (protocolVersion !== undefined)
+      this.span.setAttribute('mcp.protocol.version', protocolVersion);
+    if (failed) {
+      this.span.setAttribute('error.type', outcome === 'tool_error' ? 'tool_error' : outcome);
+      this.span.setStatus({ code: SpanStatusCode.ERROR });
+    }
+    this.span.end();
+  }
+}
+
+const NOOP: RequestTrace = Object.create(RequestTrace.prototype) as RequestTrace;
+
+/**
+ * A CLIENT span around one upstream request (the SaaS kit's fetch, a database query), child of
+ * the active stage. Attributes are the caller's: the method and the server address, never a
+ * path, query or body.
+ */
+export async function traceUpstream<T>(
+  name: string,
+  attributes: Record<string, string | number>,
+  fn: () => Promise<T>,
+  status?: (result: T) => Record<string, string | number>,
+): Promise<T> {
+  if (!active) return fn();
+  return tracer().startActiveSpan(name, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+    try {
+      const result = await fn();
+      if (status !== undefined) span.setAttributes(status(result));
+      return result;
+    } catch (error) {
+      span.setAttribute('error.type', error instanceof Error ? error.name : 'error');
+      span.setStatus({ code: SpanStatusCode.ERROR });
+      throw error;
+    } finally {
+      span.end();
+    }
+  });
+}
