@@ -55,6 +55,13 @@ async function write(out: Writable, text: string): Promise<void> {
   if (!out.write(text)) await once(out, 'drain');
 }
 
+/** ` with key ed25519:…` (and how many each, when more than one key verified). */
+function verifiedWith(report: VerifyReport): string {
+  const keys = Object.entries(report.checkpoints.verifiedBy);
+  if (keys.length === 0) return '';
+  return ` with key ${keys.map(([id, n]) => (keys.length > 1 ? `${id} (${n})` : id)).join(', ')}`;
+}
+
 function describe(report: VerifyReport): string {
   if (!report.intact) {
     const d = report.damage!;
@@ -64,7 +71,7 @@ function describe(report: VerifyReport): string {
   const unverified = signed - report.checkpoints.verified;
   return [
     `intact: ${report.records} records in ${report.chains} chain(s), seq ${report.first?.seq ?? '-'}..${report.last?.seq ?? '-'}, ${report.first?.time ?? ''} .. ${report.last?.time ?? ''}`,
-    `checkpoints: ${report.checkpoints.total} (${signed} signed, ${report.checkpoints.verified} signature(s) verified)`,
+    `checkpoints: ${report.checkpoints.total} (${signed} signed, ${report.checkpoints.verified} signature(s) verified${verifiedWith(report)})`,
     ...(unverified > 0
       ? [`warning: ${unverified} signature(s) not checked; pass --key with the trusted public key`]
       : []),

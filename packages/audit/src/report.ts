@@ -103,7 +103,11 @@ const rowOf = (r: AuditRecord): Row => ({
 export class ReportBuilder {
   calls = 0;
   failures = 0;
-  readonly #hours = new Map<string, { success: number; failure: number }>();
+  /** Calls per minute (epoch minute → counts), while there are at most MAX_KEYS minutes. */
+  readonly #minutes = new Map<number, { success: number; failure: number }>();
+  #minutesComplete = true;
+  /** Calls per hour (epoch hour → counts): the chart's data beyond MAX_KEYS minutes. */
+  readonly #hours = new Map<number, { success: number; failure: number }>();
   readonly #reasons = new Counter();
   readonly #principals = new Counter();
   readonly #tools = new Counter();
@@ -156,12 +160,20 @@ export class ReportBuilder {
     const time = r['@timestamp'];
     this.#from = this.#from === undefined || time < this.#from ? time : this.#from;
     this.#to = this.#to === undefined || time > this.#to ? time : this.#to;
-    const hour = `${time.slice(0, 13)}:00Z`;
-    const bucket = this.#hours.get(hour) ?? { success: 0, failure: 0 };
     const ok = r.event.outcome === 'success';
-    if (ok) bucket.success++;
-    else bucket.failure++;
-    if (this.#hours.has(hour) || this.#hours.size < MAX_KEYS) this.#hours.set(hour, bucket);
+    const minute = Math.floor(Date.parse(time) / 60_000);
+    if (Number.isFinite(minute)) {
+      for (const [map, key] of [
+        [this.#minutes, minute],
+        [this.#hours, Math.floor(minute / 60)],
+      ] as const) {
+        const bucket = map.get(key) ?? { success: 0, failure: 0 };
+        if (ok) bucket.success++;
+        else bucket.failure++;
+        if (map.has(key) || map.size < MAX_KEYS) map.set(key, bucket);
+        else if (map === this.#minutes) this.#minutesComplete = false;
+      }
+    }
     this.#reasons.add(r.event.reason);
     this.#principals.add(r.user?.id ?? '(none)');
     this.#tools.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
@@ -192,8 +204,14 @@ export class ReportBuilder {
         : checkpoints.verified < checkpoints.signed
           ? ` ${checkpoints.signed - checkpoints.verified} signature(s) not checked: pass --key with the trusted public key.`
           : '';
+    // Which trusted key vouched for the log: a reviewer compares it with the key they hold.
+    const used = Object.entries(checkpoints.verifiedBy ?? {});
+    const keysUsed =
+      used.length === 0
+        ? ''
+        : ` with ${used.length > 1 ? 'keys' : 'key'} ${used.map(([id, n]) => `<code data-key-id="${escape(id)}">${escape(id)}</code>${used.length > 1 ? ` (${n})` : ''}`).join(', ')}`;
     const banner = integrity.intact
-      ? `<section class="banner ${proven ? 'ok' : 'warn'}" data-integrity="intact"><h2>Integrity: intact${proven ? ', signatures verified' : ''}</h2><p>${integrity.records} records in ${integrity.chains} chain(s); ${checkpoints.total} checkpoints, ${checkpoints.signed} signed, <strong>${checkpoints.verified} signature(s) verified</strong>.${caveat}${integrity.openTail > 0 ? ` ${integrity.openTail} record(s) after the last checkpoint (open tail accepted).` : ''}${integrity.startsAtSeq === undefined ? '' : ` The input starts mid-chain at seq ${integrity.startsAtSeq}.`}</p></section>`
+      ? `<section class="banner ${proven ? 'ok' : 'warn'}" data-integrity="intact"><h2>Integrity: intact${proven ? ', signatures verified' : ''}</h2><p>${integrity.records} records in ${integrity.chains} chain(s); ${checkpoints.total} checkpoints, ${checkpoints.signed} signed, <strong>${checkpoints.verified} signature(s) verified</strong>${keysUsed}.${caveat}${integrity.openTail > 0 ? ` ${integrity.openTail} record(s) after the last checkpoint (open tail accepted).` : ''}${integrity.startsAtSeq === undefined ? '' : ` The input starts mid-chain at seq ${integrity.startsAtSeq}.`}</p></section>`
       : `<section class="banner bad" data-integrity="damaged"><h2>Integrity: DAMAGED — ${escape(integrity.damage?.kind)}</h2><p>First bad record: <code>${escape(integrity.damage?.file)}:${integrity.damage?.line}</code>${integrity.damage?.seq === undefined ? '' : ` (seq ${integrity.damage.seq})`} — ${escape(integrity.damage?.message)}. The figures below cover the whole log: the ${integrity.records} records before the damage are verified, the <strong data-unverified="${this.unverified}">${this.unverified}</strong> from it on are not (marked <em>unverified</em> in the tables, the damage shown where it is).</p></section>`;
     const unsigned =
       integrity.intact &&
@@ -222,7 +240,7 @@ h1{font-size:22px;margin:0 0 4px} summary h3{display:inline-block} summary{curso
 table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eceff4;vertical-align:top}
 td.n{text-align:right;font-variant-numeric:tabular-nums;width:70px}
 .bar{background:#4a7bd0;height:10px;border-radius:2px} .bar.f{background:#c0392b}
-.wrap{word-break:break-all}
+.wrap{overflow-wrap:break-word;word-break:normal}
 tr.damage td{background:#fdecec;color:#8e1e12;font-weight:600} tr.unverified td{color:#8a6d3b}
 svg text{font-size:10px;fill:#5b6475}
 </style></head><body>
@@ -259,34 +277,52 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
   }
 
   #timeChart(): string {
-    const hours = [...this.#hours.entries()].sort(([a], [b]) => (a < b ? -1 : 1));
-    if (hours.length === 0) return '<p>No calls.</p>';
-    // Hourly bars for up to four days, daily beyond.
-    const daily = hours.length > 96;
-    const buckets = new Map<string, { success: number; failure: number }>();
-    for (const [hour, counts] of hours) {
-      const key = daily ? hour.slice(0, 10) : hour;
-      const b = buckets.get(key) ?? { success: 0, failure: 0 };
+    if (this.#hours.size === 0) return '<p>No calls.</p>';
+    // The finest step that shows the whole span in at most 120 bars, empty ones included: a log
+    // of one busy hour gets minutes, a month gets days. Minutes while every minute was counted.
+    const minutes = this.#minutesComplete ? this.#minutes : undefined;
+    const source = minutes ?? this.#hours;
+    const unit = minutes === undefined ? 60 : 1; // minutes per key of the source
+    const keys = [...source.keys()];
+    const first = Math.min(...keys) * unit;
+    const last = Math.max(...keys) * unit;
+    const steps = [1, 5, 15, 60, 360, 1440, 10_080].filter((m) => m % unit === 0 || m > unit);
+    const step = steps.find((m) => Math.floor(last / m) - Math.floor(first / m) < 120) ?? 10_080;
+    const start = Math.floor(first / step);
+    const buckets = Array.from({ length: Math.floor(last / step) - start + 1 }, () => ({
+      success: 0,
+      failure: 0,
+    }));
+    for (const [key, counts] of source) {
+      const b = buckets[Math.floor((key * unit) / step) - start]!;
       b.success += counts.success;
       b.failure += counts.failure;
-      buckets.set(key, b);
     }
-    const entries = [...buckets.entries()];
-    const max = Math.max(...entries.map(([, b]) => b.success + b.failure));
+    const label = (index: number) => {
+      const iso = new Date((start + index) * step * 60_000).toISOString();
+      return step >= 1440 ? iso.slice(0, 10) : `${iso.slice(0, 16)}Z`;
+    };
+    const stepName =
+      step >= 1440
+        ? step === 1440
+          ? 'day'
+          : 'week'
+        : step >= 60
+          ? `${step / 60} h`
+          : `${step} min`;
+    const max = Math.max(1, ...buckets.map((b) => b.success + b.failure));
     const width = 1000;
     const height = 160;
-    const barWidth = Math.max(2, Math.floor((width - 40) / entries.length) - 2);
-    const bars = entries
-      .map(([key, b], i) => {
+    const barWidth = Math.max(1, Math.floor((width - 40) / buckets.length) - 2);
+    const bars = buckets
+      .map((b, i) => {
         const x = 40 + i * (barWidth + 2);
         const hs = Math.round((b.success / max) * (height - 20));
         const hf = Math.round((b.failure / max) * (height - 20));
-        return `<g><title>${escape(key)}: ${b.success} ok, ${b.failure} failed</title><rect data-value="${b.success}" data-kind="success" x="${x}" y="${height - 14 - hs}" width="${barWidth}" height="${hs}" fill="#4a7bd0"/><rect data-value="${b.failure}" data-kind="failure" x="${x}" y="${height - 14 - hs - hf}" width="${barWidth}" height="${hf}" fill="#c0392b"/></g>`;
+        return `<g><title>${escape(label(i))}: ${b.success} ok, ${b.failure} failed</title><rect data-value="${b.success}" data-kind="success" x="${x}" y="${height - 14 - hs}" width="${barWidth}" height="${hs}" fill="#4a7bd0"/><rect data-value="${b.failure}" data-kind="failure" x="${x}" y="${height - 14 - hs - hf}" width="${barWidth}" height="${hf}" fill="#c0392b"/></g>`;
       })
       .join('');
-    const first = entries[0]![0];
-    const last = entries[entries.length - 1]![0];
-    return `<svg data-chart="calls-over-time" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Calls per ${daily ? 'day' : 'hour'}"><text x="0" y="12">${max}</text><text x="0" y="${height - 16}">0</text>${bars}<text x="40" y="${height - 2}">${escape(first)}</text><text x="${width}" y="${height - 2}" text-anchor="end">${escape(last)}</text></svg><p class="meta">Per ${daily ? 'day' : 'hour'} (UTC); blue succeeded, red failed.</p>`;
+    return `<svg data-chart="calls-over-time" data-step-minutes="${step}" data-bars="${buckets.length}" viewBox="0 0 ${width} ${height}" width="100%" role="img" aria-label="Calls per ${stepName}"><text x="0" y="12">${max}</text><text x="0" y="${height - 16}">0</text>${bars}<text x="40" y="${height - 2}">${escape(label(0))}</text><text x="${width}" y="${height - 2}" text-anchor="end">${escape(label(buckets.length - 1))}</text></svg><p class="meta">Calls per ${stepName} (UTC); blue succeeded, red failed.</p>`;
   }
 
   #barTable(

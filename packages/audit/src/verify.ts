@@ -31,7 +31,13 @@ export interface VerifyReport {
   records: number;
   /** Separate chains (a chain restarts when a stream without a file to resume from starts). */
   chains: number;
-  checkpoints: { total: number; signed: number; verified: number };
+  checkpoints: {
+    total: number;
+    signed: number;
+    verified: number;
+    /** The trusted keys (key ids, as `gatehouse-audit keygen` prints them) that verified signatures, with how many each. */
+    verifiedBy: Record<string, number>;
+  };
   /** Records after the last checkpoint (accepted only with `allowOpenTail`). */
   openTail: number;
   /**
@@ -101,7 +107,7 @@ export async function verifyLines(
     intact: true,
     records: 0,
     chains: 0,
-    checkpoints: { total: 0, signed: 0, verified: 0 },
+    checkpoints: { total: 0, signed: 0, verified: 0, verifiedBy: {} },
     openTail: 0,
     foreignLines: 0,
     first: undefined,
@@ -343,5 +349,7 @@ function checkCheckpoint(
     };
   }
   report.checkpoints.verified++;
+  const by = report.checkpoints.verifiedBy;
+  by[checkpoint.key_id!] = (by[checkpoint.key_id!] ?? 0) + 1;
   return undefined;
 }

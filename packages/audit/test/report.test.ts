@@ -4,8 +4,10 @@ import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch } from './browser.js';
-import { randomUUID } from 'node:crypto';
-import { AuditLog, fileSink } from '../src/index.js';
+import { createPublicKey, randomUUID } from 'node:crypto';
+import { keyIdOf } from '../src/chain.js';
+import { AuditLog, ReportBuilder, fileSink } from '../src/index.js';
+import type { AuditRecord, VerifyReport } from '../src/index.js';
 import {
   SERVICE,
   callEntry,
@@ -74,6 +76,15 @@ describe('gatehouse-audit report in headless Chromium', () => {
       bars.filter((b) => b.kind === kind).reduce((a, b) => a + b.value, 0);
     expect(sum('success') + sum('failure')).toBe(120);
     expect(sum('failure')).toBe(60);
+    // Two hours of calls, one a minute: a bar per minute, not two blocks of an hour.
+    expect(await page.getAttribute('[data-chart="calls-over-time"]', 'data-step-minutes')).toBe(
+      '1',
+    );
+    expect(await page.getAttribute('[data-chart="calls-over-time"]', 'data-bars')).toBe('120');
+    // The banner names the key that verified the signatures.
+    expect(await page.getAttribute('[data-integrity] [data-key-id]', 'data-key-id')).toBe(
+      keyIdOf(createPublicKey(publicPem)),
+    );
     expect(Number(await page.textContent('[data-kpi="failures"]'))).toBe(60);
     const outcomes = await page.$$eval('[data-chart="outcomes"] td[data-value]', (cells) =>
       cells.map((c) => Number(c.getAttribute('data-value'))),
@@ -159,5 +170,39 @@ describe('gatehouse-audit report in headless Chromium', () => {
     expect(events).toContain('crashed (TypeError)');
     expect(events).toContain('started');
     await page.close();
+  });
+});
+
+describe('the time chart picks its step from the span', () => {
+  const chart = (times: readonly number[]) => {
+    const builder = new ReportBuilder();
+    times.forEach((t, i) =>
+      builder.add({ ...callEntry(i, new Date(t)), service: SERVICE } as unknown as AuditRecord),
+    );
+    const integrity = {
+      intact: true,
+      records: times.length,
+      chains: 1,
+      checkpoints: { total: 0, signed: 0, verified: 0, verifiedBy: {} },
+      openTail: 0,
+    } as unknown as VerifyReport;
+    const html = builder.render({ integrity, sources: ['x'] });
+    const svg =
+      /<svg data-chart="calls-over-time" data-step-minutes="(\d+)" data-bars="(\d+)"/.exec(html)!;
+    const values = [...html.matchAll(/data-value="(\d+)" data-kind/g)].map((m) => Number(m[1]));
+    return { step: Number(svg[1]), bars: Number(svg[2]), total: values.reduce((a, b) => a + b, 0) };
+  };
+  const t0 = Date.UTC(2026, 10, 29, 8, 0, 0);
+
+  it('minutes within an hour, empty minutes kept, every call counted', () => {
+    expect(chart([t0, t0 + 60_000, t0 + 40 * 60_000])).toEqual({ step: 1, bars: 41, total: 3 });
+  });
+
+  it('hours over a few days, days over a quarter', () => {
+    const days = (n: number) =>
+      Array.from({ length: 50 }, (_, i) => t0 + (i * n * 86_400_000) / 49);
+    expect(chart(days(3))).toMatchObject({ step: 60, total: 50 });
+    expect(chart(days(90))).toMatchObject({ step: 1440, total: 50 });
+    expect(chart(days(3)).bars).toBeLessThanOrEqual(120);
   });
 });

@@ -1,3 +1,5 @@
+import { createPublicKey } from 'node:crypto';
+import { keyIdOf } from '../src/chain.js';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -31,7 +33,10 @@ describe('a clean log', () => {
     expect(result.code).toBe(0);
     expect(result.out).toMatch(/^intact: 30 records in 1 chain\(s\)/);
     // 25 calls + start + stop = 27 records → checkpoints after 10, 20 and the closing one.
-    expect(result.out).toContain('checkpoints: 3 (3 signed, 3 signature(s) verified)');
+    // …and names the key that verified them (the id `gatehouse-audit keygen` prints).
+    expect(result.out).toContain(
+      `checkpoints: 3 (3 signed, 3 signature(s) verified with key ${keyIdOf(createPublicKey(publicPem))})`,
+    );
   });
 
   it('warns when signatures cannot be checked, and refuses an untrusted key', async () => {
