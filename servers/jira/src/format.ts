@@ -1,6 +1,6 @@
 import { PolicyError, ToolError } from '@gatehouse/core';
 import { TargetScope } from '@gatehouse/core/saas';
-import convert from 'adf-to-md';
+import { adfDocumentToMarkdown } from './adf-markdown.js';
 import * as z from 'zod';
 import type { JiraConfig } from './config.js';
 
@@ -130,11 +130,11 @@ export function issueLine(v: IssueView): string {
   return `${v.key} [${v.status}] ${v.summary} (${v.type}${v.priority === null ? '' : `, ${v.priority}`}${v.assignee === null ? ', unassigned' : `, ${v.assignee}`}${v.labels.length === 0 ? '' : `; ${v.labels.join(', ')}`})`;
 }
 
-/** ADF as Markdown (what adf-to-md cannot express is dropped); empty for no document. */
+/** ADF as Markdown (what Markdown cannot express is dropped); empty for no document. */
 export function adfToMarkdown(doc: unknown): string {
   if (doc === null || doc === undefined) return '';
   try {
-    return convert.convert(doc).result;
+    return adfDocumentToMarkdown(doc);
   } catch {
     return '';
   }
