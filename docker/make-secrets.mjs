@@ -1,0 +1,59 @@
+#!/usr/bin/env node
+// Creates the secrets docker/compose.yaml mounts, in docker/secrets/ (git-ignored):
+// an API key (printed once; only its SHA-256 is stored), the state key, an Ed25519 audit signing
+// key, the PostgreSQL passwords and the read-only role's URL. Files that exist are kept (run it
+// again safely); the vendor tokens are yours to put in github_token, slack_token, jira_token.
+// Usage: node docker/make-secrets.mjs [--rotate api_keys,state_key,…]
+import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dir = join(import.meta.dirname, 'secrets');
+mkdirSync(dir, { recursive: true, mode: 0o700 });
+const rotate = new Set(
+  (process.argv[process.argv.indexOf('--rotate') + 1] ?? '').split(',').filter(Boolean),
+);
+if (!process.argv.includes('--rotate')) rotate.clear();
+const random = (bytes = 32) => randomBytes(bytes).toString('base64url');
+const said = [];
+
+function secret(name, make) {
+  const path = join(dir, name);
+  if (existsSync(path) && !rotate.has(name.replace(/\.\w+$/, '')))
+    return readFileSync(path, 'utf8');
+  const value = make();
+  // The directory is 0700 (no other user of this machine gets in); the files are 0644 because
+  // Compose bind-mounts each file as it is, and the server in the container runs as uid 1000.
+  writeFileSync(path, value, { mode: 0o644 });
+  chmodSync(path, 0o644);
+  said.push(name);
+  return value;
+}
+
+secret('api_keys.json', () => {
+  const key = `gh_${random()}`;
+  process.stdout.write(
+    `API key (shown once; clients send it as "Authorization: Bearer …"):\n  ${key}\n`,
+  );
+  const sha256 = createHash('sha256').update(key).digest('hex');
+  return `${JSON.stringify([{ id: 'compose-1', sha256, principal: 'compose-operator', scopes: ['*'] }])}\n`;
+});
+secret('state_key', () => random(48));
+secret('audit_signing_key.pem', () =>
+  generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
+);
+secret('postgres_admin_password', () => random());
+const ro = secret('postgres_ro_password', () => random());
+secret(
+  'postgres_url',
+  () => `postgres://gatehouse_ro:${encodeURIComponent(ro)}@postgres:5432/company\n`,
+);
+for (const vendor of ['github_token', 'slack_token', 'jira_token']) {
+  // Placeholders, so `config` and the Postgres-only stack work; the saas profile needs real ones.
+  secret(vendor, () => 'REPLACE-ME\n');
+}
+process.stdout.write(
+  said.length === 0
+    ? `make-secrets: all present in ${dir}\n`
+    : `make-secrets: wrote ${said.join(', ')} in ${dir}\n`,
+);

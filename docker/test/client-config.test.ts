@@ -1,0 +1,156 @@
+// The client config generator (scripts/client-config.mjs) on a real Claude Desktop config file:
+// merged with a backup, secrets as files, and the written entry actually starts the server.
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectStdio } from '@gatehouse/testkit';
+import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import { describe, expect, it } from 'vitest';
+import { ROOT, sh } from './container.ts';
+
+const SCRIPT = join(ROOT, 'scripts/client-config.mjs');
+const TOKEN =
+  'github_pat_11CLIENTCONFIG00000000000000000000000000000000000000000000000000000000000000000';
+
+/** Runs the generator with HOME and XDG_CONFIG_HOME in `home` (where Claude Desktop's file is). */
+async function generate(home: string, args: string[], env: Record<string, string> = {}) {
+  const vars = {
+    HOME: home,
+    XDG_CONFIG_HOME: join(home, '.config'),
+    PATH: process.env.PATH ?? '',
+    ...env,
+  };
+  return sh('env', [
+    '-i',
+    ...Object.entries(vars).map(([k, v]) => `${k}=${v}`),
+    process.execPath,
+    SCRIPT,
+    ...args,
+  ]);
+}
+
+describe('client-config', () => {
+  it('merges into an existing Claude Desktop config, keeps a backup, and the entry starts the server', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+    const configFile = join(home, '.config/Claude/claude_desktop_config.json');
+    mkdirSync(join(home, '.config/Claude'), { recursive: true });
+    const original = `${JSON.stringify(
+      {
+        globalShortcut: 'Ctrl+Space',
+        mcpServers: {
+          filesystem: {
+            command: 'npx',
+            args: ['-y', '@modelcontextprotocol/server-filesystem', '/tmp'],
+          },
+        },
+      },
+      null,
+      2,
+    )}\n`;
+    writeFileSync(configFile, original);
+    const secrets = join(home, 'secrets');
+
+    const run = await generate(home, ['github', 'postgres', '--write', '--secrets-dir', secrets], {
+      GITHUB_REPOS: 'acme/api',
+    });
+    expect(run.code, run.stderr).toBe(0);
+    expect(run.stdout).toMatch(
+      /^Updated .*claude_desktop_config\.json \(the previous file is .*\.bak-.*\): gatehouse-github, gatehouse-postgres\. Restart Claude Desktop\.\n$/,
+    );
+    // The instructions name each secret file, never a value.
+    expect(run.stderr).toContain(`${secrets}/github-token  ← the value of GITHUB_TOKEN`);
+    expect(run.stderr).toContain(`${secrets}/postgres-url  ← the value of POSTGRES_URL`);
+
+    const backups = readdirSync(join(home, '.config/Claude')).filter((f) => f.includes('.bak-'));
+    expect(backups).toHaveLength(1);
+    expect(readFileSync(join(home, '.config/Claude', backups[0]!), 'utf8')).toBe(original);
+
+    const config = JSON.parse(readFileSync(configFile, 'utf8')) as {
+      globalShortcut: string;
+      mcpServers: Record<string, { command: string; args: string[]; env?: Record<string, string> }>;
+    };
+    expect(config.globalShortcut).toBe('Ctrl+Space');
+    expect(Object.keys(config.mcpServers)).toEqual([
+      'filesystem',
+      'gatehouse-github',
+      'gatehouse-postgres',
+    ]);
+    const github = config.mcpServers['gatehouse-github']!;
+    expect(github.command).toBe(process.execPath);
+    expect(github.args).toEqual([join(ROOT, 'servers/github/dist/index.js')]);
+    expect(github.env).toEqual({
+      GITHUB_TOKEN_FILE: `${secrets}/github-token`,
+      GITHUB_REPOS: 'acme/api',
+    });
+    // The flags the bin needs, from its shebang.
+    expect(config.mcpServers['gatehouse-postgres']!.args).toEqual([
+      '--liftoff-only',
+      join(ROOT, 'servers/postgres/dist/index.js'),
+    ]);
+
+    // The entry, as Claude Desktop would start it (plus where the test's GitHub is).
+    const fake = await startGitHubFake({
+      repos: githubSeed(),
+      tokens: { [TOKEN]: { login: 'octo', repos: [] } },
+    });
+    mkdirSync(secrets, { recursive: true, mode: 0o700 });
+    writeFileSync(join(secrets, 'github-token'), `${TOKEN}\n`, { mode: 0o600 });
+    const connection = await connectStdio(github.command, github.args, {
+      env: { ...github.env, GITHUB_API_URL: fake.url, PATH: process.env.PATH ?? '' },
+    });
+    try {
+      const result = await connection.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: 1 },
+      });
+      expect(result.isError).toBeFalsy();
+    } finally {
+      await connection.close();
+      await fake.close();
+    }
+
+    // Again: the entries are replaced, not duplicated, and a second backup is kept.
+    const again = await generate(home, ['github', '--write', '--secrets-dir', secrets]);
+    expect(again.stdout).toContain('(replaced gatehouse-github)');
+    expect(
+      Object.keys((JSON.parse(readFileSync(configFile, 'utf8')) as typeof config).mcpServers),
+    ).toHaveLength(3);
+  });
+
+  it('refuses a config file that is not JSON, and changes nothing', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+    const configFile = join(home, '.config/Claude/claude_desktop_config.json');
+    mkdirSync(join(home, '.config/Claude'), { recursive: true });
+    writeFileSync(configFile, '{ "mcpServers": { , }');
+    const run = await generate(home, ['github', '--write']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /claude_desktop_config\.json is not valid JSON .*nothing was changed/,
+    );
+    expect(readFileSync(configFile, 'utf8')).toBe('{ "mcpServers": { , }');
+    expect(readdirSync(join(home, '.config/Claude'))).toEqual(['claude_desktop_config.json']);
+  });
+
+  it('prints other clients’ forms and names unknown servers', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+    const code = await generate(home, ['slack', '--client', 'claude-code']);
+    expect(code.stdout).toMatch(
+      /^claude mcp add gatehouse-slack --env SLACK_BOT_TOKEN_FILE=\S+slack-bot-token .*-- \S+node \S+servers\/slack\/dist\/index\.js\n$/,
+    );
+    const remote = await generate(home, [
+      'jira',
+      '--client',
+      'vscode',
+      '--remote',
+      'https://jira.mcp.example.com/mcp',
+    ]);
+    expect(JSON.parse(remote.stdout)).toMatchObject({
+      servers: { 'gatehouse-jira': { type: 'http', url: 'https://jira.mcp.example.com/mcp' } },
+    });
+    const unknown = await generate(home, ['nosuch']);
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toMatch(
+      /^client-config: unknown server "nosuch" \(servers: github, jira, postgres, slack\)/,
+    );
+  });
+});

@@ -1,0 +1,308 @@
+/**
+ * Builds the images with buildah and runs them the way a container runtime would, without a
+ * Docker engine: the image's root filesystem mounted READ-ONLY, a fresh tmpfs on /tmp, /proc and
+ * /dev bound in, the image's user, environment, working directory and entry point, and a new PID
+ * namespace so the server is PID 1 (as it is in Kubernetes). `buildah run` cannot make the root
+ * read-only, which is the point of the check, hence the mount + unshare + chroot by hand.
+ */
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { createInterface } from 'node:readline';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+
+/** Runs a command; resolves with its exit code and output (never rejects on a non-zero exit). */
+export function sh(
+  command: string,
+  args: readonly string[],
+  options: { timeoutMs?: number } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+    child.stderr.setEncoding('utf8').on('data', (c: string) => (stderr += c));
+    child.once('error', reject);
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+    child.once('close', (code) => {
+      if (timer !== undefined) clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
+/** Runs a command that must succeed; resolves with its trimmed stdout. */
+export async function must(command: string, args: readonly string[]): Promise<string> {
+  const result = await sh(command, args);
+  if (result.code !== 0) {
+    throw new Error(
+      `${command} ${args.join(' ')} failed (${result.code}):\n${result.stderr.slice(-4000)}`,
+    );
+  }
+  return result.stdout.trim();
+}
+
+/** The servers an image is built for: every directory under servers/ with a package.json. */
+export function serverNames(): string[] {
+  return readdirSync(join(ROOT, 'servers'))
+    .filter((name) => existsSync(join(ROOT, 'servers', name, 'package.json')))
+    .sort();
+}
+
+/** The base image the Dockerfile pins (its NODE_IMAGE default). */
+export function pinnedBase(): string {
+  const dockerfile = readFileSync(join(ROOT, 'docker/Dockerfile'), 'utf8');
+  const match = /^ARG NODE_IMAGE=(\S+)$/m.exec(dockerfile);
+  if (match === null) throw new Error('docker/Dockerfile: no ARG NODE_IMAGE=… default');
+  return match[1]!;
+}
+
+/**
+ * The base image, present locally: the stand-in for `node:24-bookworm-slim` that
+ * ../shared/tools/container-base.sh builds (here there is no registry), tagged with the exact
+ * release the Dockerfile pins when it is that release. Returns the NODE_IMAGE to build with.
+ */
+export async function ensureBase(): Promise<string> {
+  const pinned = pinnedBase();
+  const present = async (tag: string) =>
+    (await sh('buildah', ['images', '--quiet', tag])).stdout.trim() !== '';
+  if (await present(pinned)) return pinned;
+  const standIn = 'docker.io/library/node:24-bookworm-slim';
+  if (!(await present(standIn))) {
+    const script = join(ROOT, 'docker/container-base.sh');
+    if (!existsSync(script)) {
+      throw new Error(`the base image ${pinned} is missing and ${script} is not there to build it`);
+    }
+    await must('bash', [script]);
+  }
+  const container = await must('buildah', ['from', '--pull=never', standIn]);
+  const version = await must('buildah', [
+    'run',
+    '--isolation',
+    'chroot',
+    container,
+    '--',
+    'node',
+    '--version',
+  ]);
+  await must('buildah', ['rm', container]);
+  if (pinned.includes(`:${version.replace(/^v/, '')}-`)) {
+    await must('buildah', ['tag', standIn, pinned]);
+    return pinned;
+  }
+  // The stand-in carries another Node 24 release than the pin: build on it, and say so.
+  process.stderr.write(
+    `images: the local base has Node ${version}, the Dockerfile pins ${pinned}; building on ${standIn}\n`,
+  );
+  return standIn;
+}
+
+/** Builds the image of one server; resolves with its tag and the build time. */
+export async function buildImage(
+  server: string,
+  nodeImage: string,
+): Promise<{ tag: string; seconds: number }> {
+  const tag = `localhost/gatehouse-${server}:test`;
+  const revision = (await sh('git', ['rev-parse', '--short', 'HEAD'])).stdout.trim() || 'unknown';
+  const started = Date.now();
+  await must('buildah', [
+    'bud',
+    '--isolation',
+    'chroot',
+    '--pull=never',
+    '--layers',
+    '--format',
+    'docker',
+    '--build-arg',
+    `SERVER=${server}`,
+    '--build-arg',
+    `NODE_IMAGE=${nodeImage}`,
+    '--build-arg',
+    `REVISION=${revision}`,
+    '-t',
+    tag,
+    '-f',
+    'docker/Dockerfile',
+    '.',
+  ]);
+  return { tag, seconds: (Date.now() - started) / 1000 };
+}
+
+/** The image's configuration as a runtime reads it (Docker format, with the health check). */
+export interface ImageConfig {
+  User: string;
+  Env: string[];
+  Entrypoint: string[];
+  Cmd: string[] | null;
+  WorkingDir: string;
+  Labels: Record<string, string>;
+  Healthcheck?: { Test: string[] };
+  ExposedPorts?: Record<string, unknown>;
+}
+
+export async function imageConfig(tag: string): Promise<ImageConfig> {
+  const inspected = JSON.parse(await must('buildah', ['inspect', '--type', 'image', tag])) as {
+    Docker: { config: ImageConfig };
+  };
+  return inspected.Docker.config;
+}
+
+/** Size of the image in bytes (all layers, the base included). */
+export async function imageBytes(tag: string): Promise<number> {
+  return Number(await must('podman', ['image', 'inspect', '--format', '{{.Size}}', tag]));
+}
+
+/** A running container. */
+export interface Container {
+  /** The server's PID on this machine (PID 1 inside its namespace). */
+  readonly pid: number;
+  /** The container's root filesystem as mounted here (read-only). */
+  readonly root: string;
+  /** Log lines on stderr, parsed when JSON. */
+  readonly logs: Array<Record<string, unknown>>;
+  /** Everything written to stdout (the audit stream by default). */
+  stdout(): string;
+  /** Runs a command inside the container's filesystem as its user. */
+  exec(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  waitForLog(predicate: (line: Record<string, unknown>) => boolean, ms?: number): Promise<void>;
+  /** Sends a signal to the server; resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+  /** Unmounts and removes the container. */
+  remove(): Promise<void>;
+}
+
+/**
+ * Starts `tag` with `env` added to the image's environment. `volumes` maps container paths to
+ * host directories mounted read-write (an audit volume).
+ */
+export async function runContainer(
+  tag: string,
+  env: Record<string, string>,
+  volumes: Record<string, string> = {},
+): Promise<Container> {
+  const config = await imageConfig(tag);
+  const name = await must('buildah', ['from', '--pull=never', tag]);
+  const merged = await must('buildah', ['mount', name]);
+  const root = mkdtempSync('/tmp/gatehouse-ro-');
+  const mounts: string[] = [];
+  const mount = async (args: string[], target: string) => {
+    await must('mount', [...args, target]);
+    mounts.push(target);
+  };
+  await mount(['--bind', merged], root);
+  await must('mount', ['-o', 'remount,ro,bind', root]);
+  await mount(['-t', 'tmpfs', '-o', 'size=64m,mode=1777', 'tmpfs'], join(root, 'tmp'));
+  await mount(['--rbind', '/proc'], join(root, 'proc'));
+  await mount(['--rbind', '/dev'], join(root, 'dev'));
+  for (const [inside, host] of Object.entries(volumes)) {
+    mkdirSync(host, { recursive: true });
+    await mount(['--bind', host], join(root, inside));
+  }
+  const user = config.User;
+  const environment = [...config.Env, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
+  const command = [...config.Entrypoint, ...(config.Cmd ?? [])];
+  const child = spawn(
+    'unshare',
+    [
+      '--pid',
+      '--fork',
+      '--kill-child',
+      'chroot',
+      `--userspec=${user}`,
+      root,
+      '/usr/bin/env',
+      '-i',
+      '-C',
+      config.WorkingDir || '/',
+      ...environment,
+      ...command,
+    ],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  const logs: Array<Record<string, unknown>> = [];
+  const listeners = new Set<() => void>();
+  let stdout = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
+  createInterface({ input: child.stderr }).on('line', (line) => {
+    let parsed: Record<string, unknown>;
+    try {
+      parsed = JSON.parse(line) as Record<string, unknown>;
+    } catch {
+      parsed = { raw: line };
+    }
+    logs.push(parsed);
+    for (const l of listeners) l();
+  });
+  const exited = new Promise<number | null>((resolve) =>
+    child.once('exit', (code) => resolve(code)),
+  );
+
+  // The server: unshare's child (chroot, then env, then node — one process, exec'd in turn).
+  let pid = 0;
+  for (let i = 0; i < 100 && pid === 0; i++) {
+    const children = join('/proc', String(child.pid), 'task', String(child.pid), 'children');
+    pid = existsSync(children)
+      ? Number(readFileSync(children, 'utf8').trim().split(' ')[0] || 0)
+      : 0;
+    if (pid === 0) await new Promise((r) => setTimeout(r, 20));
+  }
+
+  const waitForLog = (predicate: (line: Record<string, unknown>) => boolean, ms = 30_000) =>
+    new Promise<void>((resolve, reject) => {
+      const check = () => {
+        if (logs.some(predicate)) {
+          listeners.delete(check);
+          clearTimeout(timer);
+          resolve();
+        }
+      };
+      const timer = setTimeout(() => {
+        listeners.delete(check);
+        reject(
+          new Error(
+            `no such log line within ${ms} ms; logs:\n${JSON.stringify(logs, null, 1).slice(-3000)}`,
+          ),
+        );
+      }, ms);
+      listeners.add(check);
+      check();
+    });
+
+  return {
+    pid,
+    root,
+    logs,
+    stdout: () => stdout,
+    // As a runtime's exec does: the container's user, environment and working directory.
+    exec: (args) =>
+      sh('chroot', [
+        `--userspec=${user}`,
+        root,
+        '/usr/bin/env',
+        '-i',
+        '-C',
+        config.WorkingDir || '/',
+        ...environment,
+        ...args,
+      ]),
+    waitForLog,
+    stop: async (signal = 'SIGTERM') => {
+      if (child.exitCode === null) process.kill(pid, signal);
+      return exited;
+    },
+    remove: async () => {
+      if (child.exitCode === null) child.kill('SIGKILL');
+      await exited;
+      for (const target of mounts.reverse()) await sh('umount', ['-R', target]);
+      rmSync(root, { recursive: true, force: true });
+      await sh('buildah', ['umount', name]);
+      await sh('buildah', ['rm', name]);
+    },
+  };
+}

