@@ -207,24 +207,21 @@ export async function runContainer(
   const user = config.User;
   const environment = [...config.Env, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
   const command = [...config.Entrypoint, ...(config.Cmd ?? [])];
-  const child = spawn(
-    'unshare',
-    [
-      '--pid',
-      '--fork',
-      '--kill-child',
-      'chroot',
-      `--userspec=${user}`,
-      root,
-      '/usr/bin/env',
-      '-i',
-      '-C',
-      config.WorkingDir || '/',
-      ...environment,
-      ...command,
-    ],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
+  // A command in the container: its root, user, environment and working directory.
+  const inside = (args: readonly string[]) => [
+    'chroot',
+    `--userspec=${user}`,
+    root,
+    '/usr/bin/env',
+    '-i',
+    '-C',
+    config.WorkingDir || '/',
+    ...environment,
+    ...args,
+  ];
+  const child = spawn('unshare', ['--pid', '--fork', '--kill-child', ...inside(command)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const logs: Array<Record<string, unknown>> = [];
   const listeners = new Set<() => void>();
   let stdout = '';
@@ -280,17 +277,10 @@ export async function runContainer(
     logs,
     stdout: () => stdout,
     // As a runtime's exec does: the container's user, environment and working directory.
-    exec: (args) =>
-      sh('chroot', [
-        `--userspec=${user}`,
-        root,
-        '/usr/bin/env',
-        '-i',
-        '-C',
-        config.WorkingDir || '/',
-        ...environment,
-        ...args,
-      ]),
+    exec: (args) => {
+      const [program, ...rest] = inside(args);
+      return sh(program!, rest);
+    },
     waitForLog,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) process.kill(pid, signal);

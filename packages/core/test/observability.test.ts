@@ -63,6 +63,20 @@ function tracedServer() {
 
 const harness = () =>
   createTestHarness(loadConfig(baseConfigSchema, { GATEHOUSE_PRINCIPAL: 'tester' }));
+/** The traced server over Streamable HTTP on a loopback port, in this process. */
+function serveHttp(extra: { keepAliveTimeoutMs?: number; headersTimeoutMs?: number } = {}) {
+  const h = harness();
+  return startHttpServer(h.factory(tracedServer()), {
+    host: '127.0.0.1',
+    port: 0,
+    path: '/mcp',
+    allowedHosts: [],
+    allowedOrigins: [],
+    maxBodyBytes: 1_000_000,
+    logger: h.logger,
+    ...extra,
+  });
+}
 const byName = (spans: ReadableSpan[], name: string) => spans.find((s) => s.name === name)!;
 const parentOf = (span: ReadableSpan) => span.parentSpanContext?.spanId;
 
@@ -115,16 +129,7 @@ describe('traces', () => {
 
   it('a failure sets error.type and an error status; the parent may come from the HTTP header', async () => {
     exporter.reset();
-    const h = harness();
-    const http = await startHttpServer(h.factory(tracedServer()), {
-      host: '127.0.0.1',
-      port: 0,
-      path: '/mcp',
-      allowedHosts: [],
-      allowedOrigins: [],
-      maxBodyBytes: 1_000_000,
-      logger: h.logger,
-    });
+    const http = await serveHttp();
     const { client, close } = await connectHttp(http.url, {
       era: 'legacy',
       headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
@@ -277,18 +282,7 @@ describe('Prometheus metrics on their own port', () => {
 
 describe('HTTP timeouts', () => {
   it('keeps idle connections above a load balancer idle timeout by default, configurable', async () => {
-    const h = harness();
-    const start = (extra: { keepAliveTimeoutMs?: number; headersTimeoutMs?: number } = {}) =>
-      startHttpServer(h.factory(tracedServer()), {
-        host: '127.0.0.1',
-        port: 0,
-        path: '/mcp',
-        allowedHosts: [],
-        allowedOrigins: [],
-        maxBodyBytes: 1_000_000,
-        logger: h.logger,
-        ...extra,
-      });
+    const start = serveHttp;
     const defaults = await start();
     expect(defaults.server.keepAliveTimeout).toBe(65_000);
     expect(defaults.server.headersTimeout).toBe(30_000);
