@@ -15,6 +15,36 @@ export function recordHash(record: AuditRecord): string {
   );
 }
 
+/**
+ * The record's hash and its JSON line from one serialisation: the members other than `audit` are
+ * written once in canonical order, then joined around `audit` without its hash (what the hash
+ * covers, as {@link recordHash} computes it) and around `audit` with it (the line). The line is
+ * canonical JSON itself, so a verifier that re-serialises gets the same bytes.
+ */
+export function sealRecord(record: AuditRecord): { hash: string; line: string } {
+  const { hash: _hash, ...integrity } = record.audit;
+  const members = record as unknown as Record<string, unknown>;
+  let head = '{';
+  let tail = '';
+  let afterAudit = false;
+  for (const key of Object.keys(members).sort()) {
+    if (key === 'audit') {
+      afterAudit = true;
+      continue;
+    }
+    const value = members[key];
+    if (value === undefined) continue;
+    const member = `${JSON.stringify(key)}:${canonicalJson(value)}`;
+    if (afterAudit) tail += `,${member}`;
+    else head += head.length === 1 ? member : `,${member}`;
+  }
+  const key = head.length === 1 ? '"audit":' : ',"audit":';
+  const hash = sha256(
+    `${record.audit.prev_hash ?? ''}\n${head}${key}${canonicalJson(integrity)}${tail}}`,
+  );
+  return { hash, line: `${head}${key}${canonicalJson({ ...integrity, hash })}${tail}}` };
+}
+
 /** The bytes a checkpoint signature covers. */
 export function checkpointPayload(stream: string, seq: number, hash: string, time: string): string {
   return canonicalJson({ stream, seq, hash, time });

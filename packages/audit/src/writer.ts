@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
-import { checkpointPayload, recordHash, signCheckpoint } from './chain.js';
+import { checkpointPayload, sealRecord, signCheckpoint } from './chain.js';
 import type { CheckpointSigner } from './chain.js';
 import { AUDIT_SCHEMA_VERSION } from './record.js';
 import type { AuditEntry, AuditRecord } from './record.js';
@@ -150,11 +150,12 @@ export class AuditLog {
         hash: '',
       },
     } as AuditRecord;
-    record.audit.hash = recordHash(record);
+    const sealed = sealRecord(record);
+    record.audit.hash = sealed.hash;
     this.#resumed = undefined;
     this.#seq++;
-    this.#prevHash = record.audit.hash;
-    const line = `${JSON.stringify(record)}\n`;
+    this.#prevHash = sealed.hash;
+    const line = `${sealed.line}\n`;
     for (const sink of this.#sinks) {
       try {
         sink.write(line);

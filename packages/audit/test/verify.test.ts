@@ -1,5 +1,6 @@
 import { createPublicKey } from 'node:crypto';
-import { keyIdOf } from '../src/chain.js';
+import { keyIdOf, recordHash } from '../src/chain.js';
+import { canonicalJson } from '../src/canonical.js';
 import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -18,7 +19,30 @@ import {
   writeLog,
 } from './helpers.js';
 
+describe('canonical JSON', () => {
+  it('sorts every object, keeps arrays in order, and writes the rest as JSON.stringify does', () => {
+    const parsed = JSON.parse('{"b":1,"__proto__":{"y":1,"x":2},"a":[3,{"d":1,"c":2}]}') as unknown;
+    expect(canonicalJson(parsed)).toBe('{"__proto__":{"x":2,"y":1},"a":[3,{"c":2,"d":1}],"b":1}');
+    expect(
+      canonicalJson({ z: undefined, y: [undefined, Number.NaN], x: new Date(0), w: 'é"\n' }),
+    ).toBe('{"w":"é\\"\\n","x":"1970-01-01T00:00:00.000Z","y":[null,null]}');
+    const input = { b: { d: 1, c: 2 }, a: 1 };
+    canonicalJson(input);
+    expect(Object.keys(input)).toEqual(['b', 'a']); // the input is not reordered
+  });
+});
+
 describe('a clean log', () => {
+  it('writes each record as canonical JSON, serialised once, whose hash recomputes', () => {
+    const path = writeLog({ calls: 12 });
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    for (const line of lines) {
+      const record = JSON.parse(line) as Parameters<typeof recordHash>[0];
+      expect(canonicalJson(record)).toBe(line);
+      expect(recordHash(record)).toBe(record.audit.hash);
+    }
+  });
+
   it('verifies as intact, with every record schema-valid', async () => {
     const { privatePem, publicPem } = keyPair();
     const path = writeLog({ calls: 25, signerPem: privatePem });
