@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache';
 import type { QueryConfig } from 'pg';
 import type { PostgresDatabase, CallBounds } from './client.js';
 import type { PostgresConfig } from './config.js';
@@ -27,13 +28,38 @@ export class SqlService {
     this.policy = { schemas: db.schemas, allowFunctions: config.POSTGRES_ALLOW_FUNCTIONS };
   }
 
+  /**
+   * The outcome of {@link check} per SQL text, refusals included: the parse and the static rules
+   * depend on the text and this server's fixed configuration only, and a model repeats its
+   * queries (and its refused ones). The catalog rules still run in every transaction.
+   */
+  readonly #checked = new LRUCache<
+    string,
+    { analysis: SqlAnalysis } | { refused: SqlRefusedError }
+  >({
+    max: 1_000,
+    maxSize: 4 * 1024 * 1024,
+    sizeCalculation: (_value, sql) => sql.length + 1,
+  });
+
   /** Parses and applies the rules that need no database (layer 2, first half). */
   async check(sql: string): Promise<SqlAnalysis> {
-    const analysis = await analyzeSql(sql, {
-      allowExplainAnalyze: this.config.POSTGRES_ALLOW_EXPLAIN_ANALYZE,
-    });
-    checkStatic(analysis, this.policy);
-    return analysis;
+    const known = this.#checked.get(sql);
+    if (known !== undefined) {
+      if ('refused' in known) throw known.refused;
+      return known.analysis;
+    }
+    try {
+      const analysis = await analyzeSql(sql, {
+        allowExplainAnalyze: this.config.POSTGRES_ALLOW_EXPLAIN_ANALYZE,
+      });
+      checkStatic(analysis, this.policy);
+      this.#checked.set(sql, { analysis });
+      return analysis;
+    } catch (error) {
+      if (error instanceof SqlRefusedError) this.#checked.set(sql, { refused: error });
+      throw error;
+    }
   }
 
   /** Runs a SELECT (or an EXPLAIN of one) under every layer, returning the capped result. */

@@ -136,6 +136,39 @@ describe('the catalog cache', () => {
   });
 });
 
+describe('the SQL check cache', () => {
+  it('answers a repeated text from the cache, refusals included, and still checks the catalog per call', async () => {
+    const harness = await connectPostgres({ POSTGRES_URL: company.url });
+    try {
+      const call = (sql: string) =>
+        harness.client.callTool({ name: 'postgres_query', arguments: { sql } });
+      const ok = 'SELECT count(*) AS n FROM customers';
+      const rows = async () =>
+        ((await call(ok)).structuredContent as { rows?: unknown } | undefined)?.rows;
+      const firstRows = await rows();
+      expect(firstRows).toBeDefined();
+      expect(await rows()).toEqual(firstRows);
+      const refused = 'DELETE FROM customers';
+      const first = text(await call(refused));
+      expect(first).toMatch(/^Refused/);
+      expect(text(await call(refused))).toBe(first);
+      // Same text, catalog changed in between: the catalog rule runs again and refuses now.
+      const probe = 'SELECT count(*) FROM public.cache_probe';
+      await company.admin.query('CREATE TABLE public.cache_probe (x int)');
+      try {
+        await company.admin.query(`GRANT SELECT ON public.cache_probe TO ${company.role}`);
+        expect((await call(probe)).isError).toBeFalsy();
+        await company.admin.query(`REVOKE SELECT ON public.cache_probe FROM ${company.role}`);
+        expect((await call(probe)).isError).toBe(true);
+      } finally {
+        await company.admin.query('DROP TABLE public.cache_probe');
+      }
+    } finally {
+      await harness.close();
+    }
+  });
+});
+
 describe('the read-only transaction', () => {
   it.each([
     [
