@@ -1,4 +1,3 @@
-import type { BurstyRateLimiter, RateLimiterAbstract } from 'rate-limiter-flexible';
 import type { BaseConfig } from './config.js';
 import type { ToolDefinition } from './define.js';
 import type { Principal } from './principal.js';
@@ -10,24 +9,66 @@ export interface Limited {
   message: string;
 }
 
-/** Builds the rate limiter for one access class (`rate-limiter-flexible`, pluggable store). */
-export type LimiterFactory = (
-  pointsPerMinute: number,
-  name: string,
-) => Promise<RateLimiterAbstract | BurstyRateLimiter> | RateLimiterAbstract | BurstyRateLimiter;
+/** What the pipeline needs of a limiter: consume one point, or reject with `msBeforeNext`. */
+export interface RateLimiter {
+  consume(key: string): Promise<unknown>;
+}
+
+/** Builds the rate limiter for one access class (in process, or rate-limiter-flexible on Redis). */
+export type LimiterFactory = (pointsPerMinute: number, name: string) => RateLimiter;
+
+/** Fixed windows per key in this process: a count and when the window ends. */
+class Windows {
+  readonly #windows = new Map<string, { count: number; endsAt: number }>();
+  constructor(
+    readonly points: number,
+    readonly durationMs: number,
+  ) {}
+
+  /** Counts one call (refused ones too, as rate-limiter-flexible does); ms to wait when over. */
+  take(key: string, now: number): number {
+    let window = this.#windows.get(key);
+    if (window === undefined || window.endsAt <= now) {
+      // Forget ended windows now and then, so many callers do not grow the map without end.
+      if (this.#windows.size >= 10_000) {
+        for (const [k, w] of this.#windows) if (w.endsAt <= now) this.#windows.delete(k);
+      }
+      window = { count: 0, endsAt: now + this.durationMs };
+      this.#windows.set(key, window);
+    }
+    window.count++;
+    return window.count <= this.points ? 0 : window.endsAt - now;
+  }
+}
 
 /**
  * In memory: a steady rate in 10-second windows plus a burst allowance of the per-minute rate —
- * the behaviour of a token bucket, on rate-limiter-flexible's limiters. (Loaded on the first
- * call, not at start.)
+ * rate-limiter-flexible's BurstyRateLimiter over two RateLimiterMemory, the same counts and
+ * waits, written out (a few lines, no timers, no promise per window): a call passes when the
+ * 10-second window has room, else when the minute's burst has; a refusal waits for the sooner
+ * of the two to end.
  */
-export const memoryLimiter: LimiterFactory = async (perMinute) => {
-  const { BurstyRateLimiter, RateLimiterMemory } = await import('rate-limiter-flexible');
-  return new BurstyRateLimiter(
-    new RateLimiterMemory({ points: Math.max(1, Math.ceil(perMinute / 6)), duration: 10 }),
-    new RateLimiterMemory({ points: perMinute, duration: 60, keyPrefix: 'burst' }),
-  );
+export const memoryLimiter: LimiterFactory = (perMinute) => {
+  const steady = new Windows(Math.max(1, Math.ceil(perMinute / 6)), 10_000);
+  const burst = new Windows(perMinute, 60_000);
+  return {
+    consume: (key: string) => {
+      const now = Date.now();
+      const wait = steady.take(key, now);
+      if (wait === 0) return Promise.resolve();
+      const burstWait = burst.take(key, now);
+      if (burstWait === 0) return Promise.resolve();
+      return Promise.reject(new RateRefusal(Math.min(wait, burstWait)));
+    },
+  };
 };
+
+/** An in-process limiter's refusal (rate-limiter-flexible's are RateLimiterRes objects). */
+class RateRefusal extends Error {
+  constructor(readonly msBeforeNext: number) {
+    super(`rate limited for ${msBeforeNext} ms`);
+  }
+}
 
 /** A store the replicas share their counters in (Redis), and whether it answers now. */
 export interface SharedLimiterStore {
@@ -117,8 +158,9 @@ export async function redisLimiterStore(
 /** Stands for a store that is known to be down (no request is sent to it). */
 const STORE_DOWN = new Error('the shared rate-limit store is unreachable');
 
-/** A refusal from a limiter: rate-limiter-flexible rejects with a result carrying msBeforeNext. */
+/** A refusal from a limiter: ours, or rate-limiter-flexible's result carrying msBeforeNext. */
 function isRefusal(error: unknown): error is { msBeforeNext: number } {
+  if (error instanceof RateRefusal) return true;
   return (
     typeof (error as { msBeforeNext?: unknown } | null)?.msBeforeNext === 'number' &&
     !(error instanceof Error)
@@ -127,18 +169,9 @@ function isRefusal(error: unknown): error is { msBeforeNext: number } {
 
 /** The abuse limits of the pipeline: rate per principal and tool, concurrency per principal, a global cap. */
 export class Limits {
-  #limiters:
-    | Promise<{
-        read: RateLimiterAbstract | BurstyRateLimiter;
-        write: RateLimiterAbstract | BurstyRateLimiter;
-      }>
-    | undefined;
-  #memory:
-    | Promise<{
-        read: RateLimiterAbstract | BurstyRateLimiter;
-        write: RateLimiterAbstract | BurstyRateLimiter;
-      }>
-    | undefined;
+  /** The limiters of each access class, in the shared store and in this process (made on first use). */
+  #shared: { read: RateLimiter; write: RateLimiter } | undefined;
+  #local: { read: RateLimiter; write: RateLimiter } | undefined;
   readonly #store: SharedLimiterStore | undefined;
   readonly #onStoreFailure: 'memory' | 'closed';
   readonly #perMinute: { read: number; write: number };
@@ -235,13 +268,14 @@ export class Limits {
     access: ToolDefinition['access'],
     key: string,
   ): Promise<unknown> {
-    const make = (factory: LimiterFactory) => async () => ({
-      read: await factory(this.#perMinute.read, 'read'),
-      write: await factory(this.#perMinute.write, 'write'),
+    const make = (factory: LimiterFactory) => ({
+      read: factory(this.#perMinute.read, 'read'),
+      write: factory(this.#perMinute.write, 'write'),
     });
-    const limiters = await (store === undefined
-      ? (this.#memory ??= make(memoryLimiter)())
-      : (this.#limiters ??= make(store.factory)()));
+    const limiters =
+      store === undefined
+        ? (this.#local ??= make(memoryLimiter))
+        : (this.#shared ??= make(store.factory));
     try {
       await (access === 'write' ? limiters.write : limiters.read).consume(key);
       return undefined;

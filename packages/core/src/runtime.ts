@@ -27,7 +27,7 @@ export type { ApiKey } from './config.js';
 export { originAllowed, startHttpServer } from './http.js';
 export type { HttpServerOptions, Peer, RunningHttpServer } from './http.js';
 export { Limits, memoryLimiter } from './limits.js';
-export type { LimiterFactory, Limited } from './limits.js';
+export type { LimiterFactory, Limited, RateLimiter } from './limits.js';
 export { REDACT_PATHS, createLogger } from './logger.js';
 export type { LoggerOptions } from './logger.js';
 export {

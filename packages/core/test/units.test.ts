@@ -16,9 +16,10 @@ import {
   originAllowed,
   redactConfig,
   secretKeys,
+  memoryLimiter,
 } from '@gatehouse/core/runtime';
 import * as z from 'zod';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 
 function problemsOf(fn: () => unknown): readonly string[] {
   try {
@@ -335,5 +336,32 @@ describe('neutralizeMarkdown', () => {
     'plain text, a < b and [brackets] alone',
   ])('leaves %s as it is', (input) => {
     expect(neutralizeMarkdown(input, hosts)).toBe(input);
+  });
+});
+
+describe('the in-process rate limiter', () => {
+  it('passes the 10-second share, then the burst of the minute, and says how long to wait', async () => {
+    vi.useFakeTimers({ now: Date.UTC(2026, 11, 1, 12, 0, 0) });
+    try {
+      const limiter = memoryLimiter(6, 'read');
+      const outcome = () =>
+        limiter.consume('p\u0000tool').then(
+          () => 'ok',
+          (e: { msBeforeNext: number }) => e.msBeforeNext,
+        );
+      const first = [];
+      for (let i = 0; i < 8; i++) first.push(await outcome());
+      // 1 per 10 s + a burst of 6 in the minute: 7 pass; the 8th waits for the 10 s window.
+      expect(first).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 10_000]);
+      expect(await outcome()).toBe(10_000);
+      vi.advanceTimersByTime(10_000);
+      // A new 10 s window: one more; the burst is spent until the minute ends.
+      expect(await outcome()).toBe('ok');
+      expect(await outcome()).toBe(10_000);
+      // Another key has its own windows.
+      expect(await limiter.consume('q\u0000tool').then(() => 'ok')).toBe('ok');
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });
