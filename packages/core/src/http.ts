@@ -21,6 +21,7 @@ import {
 } from './http-guards.js';
 import type { Guard, GuardedRequest } from './http-guards.js';
 import { ANONYMOUS } from './principal.js';
+import { traceHttpRequest } from './tracing.js';
 import type { Principal } from './principal.js';
 import type { ReadyResult } from './define.js';
 import type { Logger } from './logger.js';
@@ -214,7 +215,7 @@ export async function startHttpServer(
       });
     };
     if (url.pathname === options.path) {
-      serveMcp(req, res).catch((error: unknown) => {
+      traceHttpRequest(req, res, options.path, () => serveMcp(req, res)).catch((error: unknown) => {
         logger.error({ err: error }, 'unhandled error serving an MCP request');
         if (!res.headersSent) sendJson(res, 500, rpcError('Internal Server Error'));
         else res.destroy();

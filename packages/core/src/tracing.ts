@@ -112,9 +112,17 @@ export class RequestTrace {
   static start(info: RequestSpanInfo): RequestTrace {
     if (api === undefined) return NOOP;
     const { ROOT_CONTEXT, SpanKind, propagation, trace } = api;
-    const carrier = typeof info.meta?.traceparent === 'string' ? info.meta : info.headers;
+    // The parent: the client's _meta.traceparent; else the HTTP request's span (itself a child
+    // of the traceparent header); else the header.
+    const active = api.context.active();
     const parent =
-      carrier === undefined ? ROOT_CONTEXT : propagation.extract(ROOT_CONTEXT, carrier, getter);
+      typeof info.meta?.traceparent === 'string'
+        ? propagation.extract(ROOT_CONTEXT, info.meta, getter)
+        : trace.getSpan(active) !== undefined
+          ? active
+          : info.headers === undefined
+            ? ROOT_CONTEXT
+            : propagation.extract(ROOT_CONTEXT, info.headers, getter);
     const span = tracer().startSpan(
       info.target === undefined ? info.method : `${info.method} ${info.target}`,
       {
@@ -191,4 +199,37 @@ export async function traceUpstream<T>(
       span.end();
     }
   });
+}
+
+/**
+ * A SERVER span around one HTTP request to the MCP endpoint (`POST /mcp`), the parent of the
+ * MCP request spans it carries; its parent is the `traceparent` header. Method, route and
+ * status only.
+ */
+export function traceHttpRequest(
+  req: { method?: string | undefined; headers: Record<string, string | string[] | undefined> },
+  res: { statusCode: number; once(event: 'finish' | 'close', listener: () => void): unknown },
+  route: string,
+  fn: () => Promise<void>,
+): Promise<void> {
+  if (api === undefined) return fn();
+  const { ROOT_CONTEXT, SpanKind, SpanStatusCode, context, propagation, trace } = api;
+  const method = req.method ?? 'GET';
+  const parent = propagation.extract(ROOT_CONTEXT, req.headers, getter);
+  const span = tracer().startSpan(
+    `${method} ${route}`,
+    { kind: SpanKind.SERVER, attributes: { 'http.request.method': method, 'http.route': route } },
+    parent,
+  );
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    span.setAttribute('http.response.status_code', res.statusCode);
+    if (res.statusCode >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+  };
+  res.once('finish', end);
+  res.once('close', end);
+  return context.with(trace.setSpan(parent, span), fn);
 }

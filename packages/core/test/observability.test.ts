@@ -131,7 +131,7 @@ describe('traces', () => {
     exporter.reset();
     const http = await serveHttp();
     const { client, close } = await connectHttp(http.url, {
-      era: 'legacy',
+      era: 'modern',
       headers: { traceparent: `00-${TRACE_ID}-${PARENT_ID}-01` },
     });
     try {
@@ -141,10 +141,22 @@ describe('traces', () => {
       await close();
       await http.shutdown(100);
     }
-    const request = byName(exporter.getFinishedSpans(), 'tools/call traced_fetch');
+    const spans = exporter.getFinishedSpans();
+    const request = byName(spans, 'tools/call traced_fetch');
     expect(request.spanContext().traceId).toBe(TRACE_ID);
+    // Over HTTP the MCP request is a child of the HTTP request's span, itself the header's child.
+    const httpSpan = spans.find(
+      (s) => s.name === 'POST /mcp' && s.spanContext().spanId === parentOf(request),
+    )!;
+    expect(parentOf(httpSpan)).toBe(PARENT_ID);
+    expect(httpSpan.attributes).toMatchObject({
+      'http.request.method': 'POST',
+      'http.route': '/mcp',
+      'http.response.status_code': 200,
+    });
     expect(request.attributes['error.type']).toBe('invalid_params');
     expect(request.attributes['network.transport']).toBe('tcp');
+    expect(request.attributes['mcp.protocol.version']).toMatch(/^\d{4}-\d{2}-\d{2}$/);
     expect(request.status.code).toBe(2); // SpanStatusCode.ERROR
   });
 });

@@ -176,12 +176,13 @@ export class Attempt implements RecordSubject {
   finish(reason: OutcomeReason, outcome: RecordOutcome = {}): void {
     const { audit, logger, metrics } = this.connection.runtime;
     this.trace.stage('audit');
+    const caller = this.connection.caller(this.sctx);
     try {
-      audit.append(buildAuditRecord(this, this.connection.caller(this.sctx), reason, outcome));
+      audit.append(buildAuditRecord(this, caller, reason, outcome));
     } catch (writeError) {
       logger.error({ err: writeError, eventId: this.eventId }, 'audit trail failed');
     }
-    this.trace.end(reason, reason !== 'ok');
+    this.trace.end(reason, reason !== 'ok', caller.protocolVersion);
     if (metrics !== undefined) {
       const seconds = Number(process.hrtime.bigint() - this.startedNs) / 1e9;
       metrics.operation(
