@@ -15,11 +15,9 @@ import { MIN_SECRET_LENGTH } from './secrets.js';
 import type { BaseConfig } from './config.js';
 import type { ReadyResult, ServerDefinition, ToolDefinition } from './define.js';
 import { ConfigError } from './errors.js';
-import { startHttpServer } from './http.js';
 import type { RunningHttpServer } from './http.js';
 import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
-import { createAuthenticator } from './auth.js';
 import { Limits, redisLimiterStore } from './limits.js';
 import type { SharedLimiterStore } from './limits.js';
 import { createToolPolicy, readScope, toolScope, unknownToolNames } from './policy.js';
@@ -325,6 +323,12 @@ export async function runServer<S extends z.ZodObject>(
     const enabled = (tool: ToolDefinition): boolean =>
       runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow;
     try {
+      // Loaded here, not at the top: a stdio server never pays for node:http, tls, http2 and
+      // zlib (~40 ms of a cold start) or the authentication code.
+      const [{ startHttpServer }, { createAuthenticator }] = await Promise.all([
+        import('./http.js'),
+        import('./auth.js'),
+      ]);
       const authenticator = await createAuthenticator(base, {
         scopes: [...definition.tools.map(toolScope), readScope(definition)],
         resourceName: definition.title ?? definition.name,
