@@ -1,0 +1,176 @@
+// One command for the performance table (issue 14): runs the benchmarks in turn — each compares
+// against its baseline interleaved in the same run — then prints one table of every row: ours,
+// the baseline, the ratio, n and the spread (p10–p90 of ours), and writes it into bench/README.md
+// between the `bench-table` markers.
+//   npm run bench            the full run (the benchmarks' default sample counts)
+//   npm run bench -- --short  a quick run with fewer samples (what CI can afford)
+// Rows no benchmark measures yet say so; a benchmark that fails fails the command.
+import { spawnSync } from 'node:child_process';
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+const short = process.argv.includes('--short');
+const knobs = short
+  ? { BENCH_CALLS: '300', BENCH_COLD: '5', BENCH_RECORDS: '20000', BENCH_MB: '4' }
+  : {};
+
+const benches = [['core-overhead.mjs'], ['postgres.mjs', '--liftoff-only']];
+for (const [file, ...flags] of benches) {
+  process.stderr.write(`bench: ${file}${short ? ' (short)' : ''}…\n`);
+  const run = spawnSync(process.execPath, [...flags, here(`./${file}`)], {
+    stdio: ['ignore', 'ignore', 'inherit'],
+    env: { ...process.env, ...knobs },
+  });
+  if (run.status !== 0) {
+    process.stderr.write(`bench: ${file} failed (exit ${run.status})\n`);
+    process.exit(1);
+  }
+}
+
+const results = (name) => JSON.parse(readFileSync(here(`./results/${name}.json`), 'utf8'));
+const quantile = (values, q) => {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
+};
+const ms = (n) => `${n < 10 ? n.toFixed(2) : n.toFixed(0)} ms`;
+const rows = [];
+/** A row from two sample arrays (ms): medians, ratio, n, p10–p90 of ours. */
+function timed(what, ours, base, target, unit = ms) {
+  const [o, b] = [quantile(ours, 0.5), quantile(base, 0.5)];
+  rows.push({
+    what,
+    ours: unit(o),
+    baseline: unit(b),
+    ratio: (o / b).toFixed(2),
+    n: ours.length,
+    spread: `${unit(quantile(ours, 0.1))}–${unit(quantile(ours, 0.9))}`,
+    target,
+  });
+}
+
+const pg = results('postgres');
+timed(
+  'Postgres 1-row query path vs raw pg.query, in process',
+  pg.path['1 row'].ours,
+  pg.path['1 row'].raw,
+  '≤ 1.2×',
+);
+timed(
+  'Postgres 1 000-row query path vs raw pg.query',
+  pg.path['1 000 rows'].ours,
+  pg.path['1 000 rows'].raw,
+  '≤ 1.1×',
+);
+timed(
+  'Postgres warm call over stdio vs server-postgres 0.6.2, 1 row',
+  pg.latency['1 row'].gatehouse,
+  pg.latency['1 row'].reference,
+  '≤ 1.0×',
+);
+timed(
+  'Postgres warm call over stdio vs server-postgres 0.6.2, 1 000 rows',
+  pg.latency['1 000 rows'].gatehouse,
+  pg.latency['1 000 rows'].reference,
+  '≤ 1.0×',
+);
+timed(
+  'cold start to the first answer over stdio vs server-postgres 0.6.2',
+  pg.cold.gatehouse,
+  pg.cold.reference,
+  '≤ 1.0×',
+);
+
+const core = results('core-overhead');
+for (const row of core.rows) {
+  const target = row.benchmark.startsWith('cold start')
+    ? '≤ 1.1×'
+    : row.benchmark.includes('stdio')
+      ? '≤ 1.25×'
+      : '≤ 1.5×';
+  rows.push({
+    what: `${row.benchmark}: core vs bare SDK v2`,
+    ours: ms(row.core_median_ms),
+    baseline: ms(row.bare_median_ms),
+    ratio: row['ratio core/bare (median)'].toFixed(2),
+    n: row.samples,
+    spread: `p99 ${ms(row.core_p99_ms)}`,
+    target,
+  });
+}
+
+for (const size of ['1 row', '1 000 rows']) {
+  const { gatehouse, reference } = pg.latency[size].bytes;
+  rows.push({
+    what: `bytes the model receives, Postgres ${size} vs server-postgres 0.6.2`,
+    ours: `${gatehouse} B`,
+    baseline: `${reference} B`,
+    ratio: (gatehouse / reference).toFixed(2),
+    n: 1,
+    spread: '',
+    target: 'never bigger',
+  });
+}
+
+// tools/list as the model carries it: the listing of every tool, from the surface snapshots.
+for (const server of readdirSync(here('../servers')).sort()) {
+  let surface;
+  try {
+    surface = JSON.parse(
+      readFileSync(here(`../servers/${server}/test/__toolsnaps__/surface.json`), 'utf8'),
+    );
+  } catch {
+    continue;
+  }
+  const bytes = Buffer.byteLength(JSON.stringify(surface.tools));
+  rows.push({
+    what: `tools/list bytes per tool, ${server} (${surface.tools.length} tools, writes included)`,
+    ours: `${Math.round(bytes / surface.tools.length)} B`,
+    baseline: '',
+    ratio: '',
+    n: surface.tools.length,
+    spread: `${bytes} B in all`,
+    target: '≤ 1 500 B',
+  });
+}
+
+for (const what of [
+  'stateless HTTP with API-key auth and audit to a file vs bare createMcpHandler (throughput)',
+  'memory under a sustained mixed load (steady RSS, spike)',
+]) {
+  rows.push({
+    what,
+    ours: 'no benchmark yet',
+    baseline: '',
+    ratio: '',
+    n: 0,
+    spread: '',
+    target: '',
+  });
+}
+
+const header = ['what', 'ours', 'baseline', 'ratio', 'n', 'spread (ours)', 'target'];
+const cell = (s) => String(s).replace(/\|/g, '\\|');
+const table = [
+  `| ${header.join(' | ')} |`,
+  `| ${header.map(() => '---').join(' | ')} |`,
+  ...rows.map(
+    (r) =>
+      `| ${[r.what, r.ours, r.baseline, r.ratio, r.n, r.spread, r.target].map(cell).join(' | ')} |`,
+  ),
+].join('\n');
+const stamp = `Last run: ${new Date().toISOString().slice(0, 10)}, Node ${process.version}${short ? ', short mode' : ''}.`;
+process.stdout.write(`${table}\n\n${stamp}\n`);
+
+const readme = here('./README.md');
+const text = readFileSync(readme, 'utf8');
+const start = '<!-- bench-table:start -->';
+const end = '<!-- bench-table:end -->';
+if (text.includes(start) && text.includes(end)) {
+  const updated = `${text.slice(0, text.indexOf(start) + start.length)}\n\n${table}\n\n${stamp}\n\n${text.slice(text.indexOf(end))}`;
+  // Formatted as the repository's Prettier check expects.
+  const prettier = await import('prettier');
+  const options = (await prettier.resolveConfig(readme)) ?? {};
+  writeFileSync(readme, await prettier.format(updated, { ...options, filepath: readme }));
+  process.stderr.write('bench: the table is written into bench/README.md\n');
+}
