@@ -12,10 +12,10 @@ import { fileURLToPath } from 'node:url';
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const short = process.argv.includes('--short');
 const knobs = short
-  ? { BENCH_CALLS: '300', BENCH_COLD: '5', BENCH_RECORDS: '20000', BENCH_MB: '4' }
+  ? { BENCH_CALLS: '300', BENCH_COLD: '5', BENCH_SECONDS: '1', BENCH_ROUNDS: '2' }
   : {};
 
-const benches = [['core-overhead.mjs'], ['postgres.mjs', '--liftoff-only']];
+const benches = [['core-overhead.mjs'], ['postgres.mjs', '--liftoff-only'], ['http.mjs']];
 for (const [file, ...flags] of benches) {
   process.stderr.write(`bench: ${file}${short ? ' (short)' : ''}…\n`);
   const run = spawnSync(process.execPath, [...flags, here(`./${file}`)], {
@@ -134,10 +134,19 @@ for (const server of readdirSync(here('../servers')).sort()) {
   });
 }
 
-for (const what of [
-  'stateless HTTP with API-key auth and audit to a file vs bare createMcpHandler (throughput)',
-  'memory under a sustained mixed load (steady RSS, spike)',
-]) {
+for (const row of results('http').rows) {
+  rows.push({
+    what: `stateless HTTP, API-key auth, audit to a file vs bare createMcpHandler, ${row.clients} client(s) (calls/s)`,
+    ours: `${row.core_calls_per_s}/s`,
+    baseline: `${row.bare_calls_per_s}/s`,
+    ratio: row['ratio core/bare'].toFixed(2),
+    n: row.rounds,
+    spread: `${row.core_range}/s`,
+    target: '≥ 1.0×',
+  });
+}
+
+for (const what of ['memory under a sustained mixed load (steady RSS, spike)']) {
   rows.push({
     what,
     ours: 'no benchmark yet',

@@ -1,0 +1,130 @@
+// Stateless Streamable HTTP throughput: the Gatehouse core bin (API-key auth, policy, limits,
+// the audit trail to a file, the real logger) vs the bare SDK's createMcpHandler, the same no-op
+// tool, each in its own process. For 1, 10 and 50 concurrent clients (real SDK clients, one HTTP
+// request per call), rounds alternate between the two so drift hits both alike.
+// Knobs: BENCH_SECONDS (per round and server, default 2), BENCH_ROUNDS (default 4).
+import { spawn } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { createInterface } from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { connectHttp } from '@gatehouse/testkit';
+
+const here = (path) => fileURLToPath(new URL(path, import.meta.url));
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const KEY = 'bench-http-api-key-0123456789abcdef';
+
+/** Starts a server process; resolves with its URL (read from a line `pick` recognises). */
+function start(script, env, pick, stream) {
+  const child = spawn(process.execPath, [here(script)], {
+    env: { PATH: process.env.PATH, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`${script} did not start`)), 15_000);
+    createInterface({ input: child[stream] }).on('line', (line) => {
+      const url = pick(line);
+      if (url !== undefined) {
+        clearTimeout(timer);
+        resolve({ url, child });
+      }
+    });
+  });
+}
+
+const audit = mkdtempSync(join(tmpdir(), 'bench-http-'));
+mkdirSync(audit, { recursive: true });
+const core = await start(
+  './core-stdio.mjs',
+  {
+    GATEHOUSE_TRANSPORT: 'http',
+    GATEHOUSE_PORT: '0',
+    GATEHOUSE_AUTH: 'api_key',
+    GATEHOUSE_API_KEYS: JSON.stringify([
+      {
+        id: 'bench',
+        sha256: createHash('sha256').update(KEY).digest('hex'),
+        principal: 'bench',
+        scopes: ['*'],
+      },
+    ]),
+    GATEHOUSE_AUDIT_SINKS: 'file',
+    GATEHOUSE_AUDIT_FILE: join(audit, 'audit.jsonl'),
+    GATEHOUSE_RATE_READ_PER_MIN: '1000000',
+    GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL: '10000',
+    GATEHOUSE_MAX_INFLIGHT: '10000',
+    GATEHOUSE_LOG_LEVEL: 'info', // 'server started' carries the URL
+  },
+  (line) => {
+    try {
+      const parsed = JSON.parse(line);
+      return parsed.msg === 'server started' ? parsed.url : undefined;
+    } catch {
+      return undefined;
+    }
+  },
+  'stderr',
+);
+const bare = await start(
+  './bare-http.mjs',
+  {},
+  (line) => (line.startsWith('http') ? line : undefined),
+  'stdout',
+);
+
+/** Calls per second of `clients` concurrent clients for SECONDS. */
+async function measure(url, clients, headers) {
+  const connections = await Promise.all(
+    Array.from({ length: clients }, () =>
+      connectHttp(url, { era: 'legacy', ...(headers ? { headers } : {}) }),
+    ),
+  );
+  let calls = 0;
+  const until = performance.now() + SECONDS * 1000;
+  await Promise.all(
+    connections.map(async ({ client }) => {
+      while (performance.now() < until) {
+        await client.callTool({ name: 'noop', arguments: {} });
+        calls++;
+      }
+    }),
+  );
+  await Promise.all(connections.map((c) => c.close()));
+  return calls / SECONDS;
+}
+
+const rows = [];
+for (const clients of [1, 10, 50]) {
+  const rates = { core: [], bare: [] };
+  await measure(core.url, clients, { authorization: `Bearer ${KEY}` }); // warm up
+  await measure(bare.url, clients);
+  for (let round = 0; round < ROUNDS; round++) {
+    for (const name of round % 2 ? ['bare', 'core'] : ['core', 'bare']) {
+      rates[name].push(
+        name === 'core'
+          ? await measure(core.url, clients, { authorization: `Bearer ${KEY}` })
+          : await measure(bare.url, clients),
+      );
+    }
+  }
+  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+  rows.push({
+    clients,
+    core_calls_per_s: Math.round(median(rates.core)),
+    bare_calls_per_s: Math.round(median(rates.bare)),
+    'ratio core/bare': Number((median(rates.core) / median(rates.bare)).toFixed(3)),
+    core_range: `${Math.round(Math.min(...rates.core))}–${Math.round(Math.max(...rates.core))}`,
+    rounds: ROUNDS,
+  });
+}
+core.child.kill('SIGTERM');
+bare.child.kill('SIGTERM');
+console.table(rows);
+mkdirSync(here('./results'), { recursive: true });
+writeFileSync(
+  here('./results/http.json'),
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, seconds: SECONDS, rows }, null, 2)}\n`,
+);
