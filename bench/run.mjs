@@ -50,30 +50,14 @@ function timed(what, ours, base, target, unit = ms) {
 }
 
 const pg = results('postgres');
-timed(
-  'Postgres 1-row query path vs raw pg.query, in process',
-  pg.path['1 row'].ours,
-  pg.path['1 row'].raw,
-  '≤ 1.2×',
-);
-timed(
-  'Postgres 1 000-row query path vs raw pg.query',
-  pg.path['1 000 rows'].ours,
-  pg.path['1 000 rows'].raw,
-  '≤ 1.1×',
-);
-timed(
-  'Postgres warm call over stdio vs server-postgres 0.6.2, 1 row',
-  pg.latency['1 row'].gatehouse,
-  pg.latency['1 row'].reference,
-  '≤ 1.0×',
-);
-timed(
-  'Postgres warm call over stdio vs server-postgres 0.6.2, 1 000 rows',
-  pg.latency['1 000 rows'].gatehouse,
-  pg.latency['1 000 rows'].reference,
-  '≤ 1.0×',
-);
+for (const size of ['1 row', '1 000 rows']) {
+  const { ours, raw } = pg.path[size];
+  const path = size === '1 row' ? '≤ 1.2×' : '≤ 1.1×';
+  timed(`Postgres ${size} query path vs raw pg.query, in process`, ours, raw, path);
+  const { gatehouse, reference } = pg.latency[size];
+  const warm = `Postgres warm call over stdio vs server-postgres 0.6.2, ${size}`;
+  timed(warm, gatehouse, reference, '≤ 1.0×');
+}
 timed(
   'cold start to the first answer over stdio vs server-postgres 0.6.2',
   pg.cold.gatehouse,
