@@ -12,10 +12,21 @@ import { fileURLToPath } from 'node:url';
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const short = process.argv.includes('--short');
 const knobs = short
-  ? { BENCH_CALLS: '300', BENCH_COLD: '5', BENCH_SECONDS: '1', BENCH_ROUNDS: '2' }
+  ? {
+      BENCH_CALLS: '300',
+      BENCH_COLD: '5',
+      BENCH_SECONDS: '1',
+      BENCH_ROUNDS: '2',
+      BENCH_LOAD_CALLS: '20000',
+    }
   : {};
 
-const benches = [['core-overhead.mjs'], ['postgres.mjs', '--liftoff-only'], ['http.mjs']];
+const benches = [
+  ['core-overhead.mjs'],
+  ['postgres.mjs', '--liftoff-only'],
+  ['http.mjs'],
+  ['memory.mjs'],
+];
 for (const [file, ...flags] of benches) {
   process.stderr.write(`bench: ${file}${short ? ' (short)' : ''}…\n`);
   const run = spawnSync(process.execPath, [...flags, here(`./${file}`)], {
@@ -130,15 +141,20 @@ for (const row of results('http').rows) {
   });
 }
 
-for (const what of ['memory under a sustained mixed load (steady RSS, spike)']) {
+const memory = Object.fromEntries(results('memory').rows.map((r) => [r.server, r]));
+for (const [what, key, target] of [
+  ['steady RSS', 'steady_rss_mb', '≤ 150 MB'],
+  ['peak RSS', 'peak_rss_mb', '≤ 200 MB'],
+  ['RSS growth, last tenth vs the middle', 'growth_mb', 'nothing growing'],
+]) {
   rows.push({
-    what,
-    ours: 'no benchmark yet',
-    baseline: '',
-    ratio: '',
-    n: 0,
+    what: `memory over stdio, ${memory.core.calls} calls, 16 in flight: ${what} vs the bare SDK server`,
+    ours: `${memory.core[key]} MB`,
+    baseline: `${memory.bare[key]} MB`,
+    ratio: memory.bare[key] === 0 ? '' : (memory.core[key] / memory.bare[key]).toFixed(2),
+    n: memory.core.samples,
     spread: '',
-    target: '',
+    target,
   });
 }
 
