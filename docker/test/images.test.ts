@@ -2,7 +2,7 @@
 // with a read-only root against a real upstream (PostgreSQL) or the vendor's fake on loopback,
 // probed, called over Streamable HTTP with an API key, drained with SIGTERM, and inspected.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { chownSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -151,7 +151,6 @@ describe.each(servers)('the %s image', (server) => {
   beforeAll(async () => {
     upstream = await upstreams[server]!();
     [port, metricsPort] = [await freePort(), await freePort()];
-    const { chownSync } = await import('node:fs');
     chownSync(auditDir, 1000, 1000); // the volume belongs to the image's user
     container = await runContainer(
       built.get(server)!.tag,

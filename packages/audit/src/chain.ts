@@ -4,24 +4,11 @@ import { canonicalJson, sha256 } from './canonical.js';
 import type { AuditRecord } from './record.js';
 
 /**
- * The hash of a record: SHA-256 over its `prev_hash` (empty for the first record of a chain), a
- * newline, and the canonical JSON of the record with `audit.hash` left out. Changing any field,
- * the order of records, or removing one breaks the chain at that point.
+ * A record in canonical JSON, cut around its `audit` member: everything before it, everything
+ * after it, and the integrity fields without `hash`. The hash covers the record with that audit
+ * member; the line is the record with the hash added to it.
  */
-export function recordHash(record: AuditRecord): string {
-  const { hash: _hash, ...integrity } = record.audit;
-  return sha256(
-    `${record.audit.prev_hash ?? ''}\n${canonicalJson({ ...record, audit: integrity })}`,
-  );
-}
-
-/**
- * The record's hash and its JSON line from one serialisation: the members other than `audit` are
- * written once in canonical order, then joined around `audit` without its hash (what the hash
- * covers, as {@link recordHash} computes it) and around `audit` with it (the line). The line is
- * canonical JSON itself, so a verifier that re-serialises gets the same bytes.
- */
-export function sealRecord(record: AuditRecord): { hash: string; line: string } {
+function cut(record: AuditRecord) {
   const { hash: _hash, ...integrity } = record.audit;
   const members = record as unknown as Record<string, unknown>;
   let head = '{';
@@ -38,11 +25,29 @@ export function sealRecord(record: AuditRecord): { hash: string; line: string } 
     if (afterAudit) tail += `,${member}`;
     else head += head.length === 1 ? member : `,${member}`;
   }
-  const key = head.length === 1 ? '"audit":' : ',"audit":';
-  const hash = sha256(
-    `${record.audit.prev_hash ?? ''}\n${head}${key}${canonicalJson(integrity)}${tail}}`,
-  );
-  return { hash, line: `${head}${key}${canonicalJson({ ...integrity, hash })}${tail}}` };
+  return { head: `${head}${head.length === 1 ? '' : ','}"audit":`, tail: `${tail}}`, integrity };
+}
+
+const hashOf = (record: AuditRecord, { head, tail, integrity }: ReturnType<typeof cut>) =>
+  sha256(`${record.audit.prev_hash ?? ''}\n${head}${canonicalJson(integrity)}${tail}`);
+
+/**
+ * The hash of a record: SHA-256 over its `prev_hash` (empty for the first record of a chain), a
+ * newline, and the canonical JSON of the record with `audit.hash` left out. Changing any field,
+ * the order of records, or removing one breaks the chain at that point.
+ */
+export function recordHash(record: AuditRecord): string {
+  return hashOf(record, cut(record));
+}
+
+/**
+ * The record's hash and its JSON line from one serialisation of its members; the line is
+ * canonical JSON itself, so a verifier that re-serialises gets the same bytes.
+ */
+export function sealRecord(record: AuditRecord): { hash: string; line: string } {
+  const parts = cut(record);
+  const hash = hashOf(record, parts);
+  return { hash, line: `${parts.head}${canonicalJson({ ...parts.integrity, hash })}${parts.tail}` };
 }
 
 /** The bytes a checkpoint signature covers. */

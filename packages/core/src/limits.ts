@@ -17,6 +17,14 @@ export interface RateLimiter {
 /** Builds the rate limiter for one access class (in process, or rate-limiter-flexible on Redis). */
 export type LimiterFactory = (pointsPerMinute: number, name: string) => RateLimiter;
 
+/** The two windows of a per-minute rate, in memory and in Redis alike: a steady share, a burst. */
+function windowsOf(perMinute: number) {
+  return [
+    { points: Math.max(1, Math.ceil(perMinute / 6)), seconds: 10 },
+    { points: perMinute, seconds: 60 },
+  ] as const;
+}
+
 /** Fixed windows per key in this process: a count and when the window ends. */
 class Windows {
   readonly #windows = new Map<string, { count: number; endsAt: number }>();
@@ -49,8 +57,9 @@ class Windows {
  * of the two to end.
  */
 export const memoryLimiter: LimiterFactory = (perMinute) => {
-  const steady = new Windows(Math.max(1, Math.ceil(perMinute / 6)), 10_000);
-  const burst = new Windows(perMinute, 60_000);
+  const [steadyWindow, burstWindow] = windowsOf(perMinute);
+  const steady = new Windows(steadyWindow.points, steadyWindow.seconds * 1000);
+  const burst = new Windows(burstWindow.points, burstWindow.seconds * 1000);
   return {
     consume: (key: string) => {
       const now = Date.now();
@@ -62,6 +71,11 @@ export const memoryLimiter: LimiterFactory = (perMinute) => {
     },
   };
 };
+
+/** One limiter per access class. */
+function classes(factory: LimiterFactory, perMinute: { read: number; write: number }) {
+  return { read: factory(perMinute.read, 'read'), write: factory(perMinute.write, 'write') };
+}
 
 /** An in-process limiter's refusal (rate-limiter-flexible's are RateLimiterRes objects). */
 class RateRefusal extends Error {
@@ -132,23 +146,19 @@ export async function redisLimiterStore(
   return {
     name: 'redis',
     healthy: () => up,
-    factory: (perMinute, name) =>
-      new BurstyRateLimiter(
-        new RateLimiterRedis({
-          storeClient: client,
-          rejectIfRedisNotReady: true,
-          points: Math.max(1, Math.ceil(perMinute / 6)),
-          duration: 10,
-          keyPrefix: `${prefix}:${name}`,
-        }),
-        new RateLimiterRedis({
-          storeClient: client,
-          rejectIfRedisNotReady: true,
-          points: perMinute,
-          duration: 60,
-          keyPrefix: `${prefix}:${name}:burst`,
-        }),
-      ),
+    factory: (perMinute, name) => {
+      const [steady, burst] = windowsOf(perMinute).map(
+        ({ points, seconds }, i) =>
+          new RateLimiterRedis({
+            storeClient: client,
+            rejectIfRedisNotReady: true,
+            points,
+            duration: seconds,
+            keyPrefix: `${prefix}:${name}${i === 0 ? '' : ':burst'}`,
+          }),
+      );
+      return new BurstyRateLimiter(steady!, burst!);
+    },
     close: async () => {
       client.disconnect();
     },
@@ -268,14 +278,10 @@ export class Limits {
     access: ToolDefinition['access'],
     key: string,
   ): Promise<unknown> {
-    const make = (factory: LimiterFactory) => ({
-      read: factory(this.#perMinute.read, 'read'),
-      write: factory(this.#perMinute.write, 'write'),
-    });
     const limiters =
       store === undefined
-        ? (this.#local ??= make(memoryLimiter))
-        : (this.#shared ??= make(store.factory));
+        ? (this.#local ??= classes(memoryLimiter, this.#perMinute))
+        : (this.#shared ??= classes(store.factory, this.#perMinute));
     try {
       await (access === 'write' ? limiters.write : limiters.read).consume(key);
       return undefined;
