@@ -13,6 +13,7 @@ import * as z from 'zod';
 import { baseConfigSchema, defineServer, defineTool, loadConfig } from '@gatehouse/core';
 import { enableTracing, startHttpServer } from '@gatehouse/core/runtime';
 import { timedFetch } from '@gatehouse/core/saas';
+import { createDemoServer } from './fixtures/demo.ts';
 import { createTestHarness } from '@gatehouse/core/testing';
 import { connectHttp, connectInMemory, spawnServer } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -125,6 +126,29 @@ describe('traces', () => {
     const everything = JSON.stringify(spans.map((s) => [s.name, s.attributes]));
     expect(everything).not.toContain(MARKER);
     expect(everything).not.toContain('/secret/path');
+  });
+
+  it('a resource read and a prompt get are spans too, and a resource URI never appears', async () => {
+    exporter.reset();
+    const { client, close } = await connectInMemory(harness().factory(createDemoServer()));
+    try {
+      await client.readResource({ uri: 'demo://boards/general' });
+      await client.getPrompt({ name: 'demo_summarise', arguments: { board: 'general' } });
+    } finally {
+      await close();
+    }
+    const spans = exporter.getFinishedSpans();
+    for (const name of ['resources/read', 'prompts/get demo_summarise']) {
+      const request = byName(spans, name);
+      expect(request.attributes['gatehouse.outcome'], name).toBe('ok');
+      const stages = spans.filter((s) => parentOf(s) === request.spanContext().spanId);
+      expect(stages.map((s) => s.name)).toEqual([
+        'gatehouse.validate',
+        'gatehouse.handler',
+        'gatehouse.audit',
+      ]);
+    }
+    expect(JSON.stringify(spans.map((s) => [s.name, s.attributes]))).not.toContain('demo://');
   });
 
   it('a failure sets error.type and an error status; the parent may come from the HTTP header', async () => {
