@@ -4,9 +4,12 @@ import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
 import type { PostgresConfig } from './config.js';
+import type { CappedRows, QueryOutput } from './execute.js';
 import { isMasked, parseMaskPatterns } from './masking.js';
 import type { MaskPattern } from './masking.js';
 import { checkRole, describeFindings } from './role-check.js';
+import { ReadOnlyStatement, SESSION_CHECK } from './pipeline.js';
+import type { QueryParam } from './pipeline.js';
 import type { RoleReport } from './role-check.js';
 import type { CatalogLookup, MaskedColumn, Reached, ReachedFunction } from './sql-policy.js';
 
@@ -245,24 +248,18 @@ SELECT 'view', n.nspname, c.relname, NULL, NULL, NULL, 'view', pg_catalog.pg_get
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind = 'v' AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))`;
 
-/**
- * The session-state check after ROLLBACK (see rollbackAndCheck). What a call can leave past
- * ROLLBACK is what PostgreSQL does not undo with the transaction: session advisory locks and
- * SQL-level prepared statements. SET / set_config, SET ROLE, cursors, LISTEN and temporary
- * objects are transactional and roll back (the execution tests show it), so for them a cheap
- * guard against the unexpected is enough: the read-only default (reading `pg_settings` for
- * every session-level setting cost ~0.65 ms a call), open cursors, channels, temporary
- * objects and the role.
- */
-const SESSION_CHECK = `SELECT pg_catalog.concat_ws(', ',
-  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory') THEN 'advisory locks' END,
-  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE from_sql OR name <> 'gatehouse_reached_functions') THEN 'prepared statements' END,
-  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_cursors) THEN 'open cursors' END,
-  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN 'LISTEN channels' END,
-  CASE WHEN pg_catalog.current_setting('default_transaction_read_only') <> 'on' THEN 'changed settings' END,
-  CASE WHEN pg_catalog.pg_my_temp_schema() <> 0 AND EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()) THEN 'temporary objects' END,
-  CASE WHEN current_user <> session_user THEN 'another role' END
-) AS dirty`;
+/** One statement for {@link PostgresDatabase.runStatement}. */
+export interface StatementPlan {
+  readonly sql: string;
+  readonly params: readonly QueryParam[];
+  /** Where its rows go, under their caps. */
+  readonly rows: CappedRows;
+  /**
+   * Whether to check the session after ROLLBACK (default true). False only when the catalog
+   * rules showed the statement runs nothing that can leave state behind.
+   */
+  readonly sessionCheck?: boolean;
+}
 
 /** Oid → type name of the built-in types, for column descriptions. */
 type TypeNames = Map<number, string>;
@@ -289,6 +286,8 @@ export class PostgresDatabase {
   private readonly reachedCache: LRUCache<string, Reached> | undefined;
   private maskCache: { columns: readonly MaskedColumn[]; at: number } | undefined;
   private readonly beginPrefix: string;
+  /** search_path for set_config: the allowed schemas, quoted where they need it. */
+  private readonly searchPath: string;
 
   private overrideListener: ((report: RoleReport) => void) | undefined;
 
@@ -331,6 +330,9 @@ export class PostgresDatabase {
       });
     });
     const path = this.schemas.map((s) => pg.escapeIdentifier(s)).join(', ');
+    this.searchPath = this.schemas
+      .map((s) => (/^[a-z_][a-z0-9_]*$/.test(s) ? s : pg.escapeIdentifier(s)))
+      .join(', ');
     this.beginPrefix = `BEGIN READ ONLY; SET LOCAL search_path = ${path}; SET LOCAL lock_timeout = ${config.POSTGRES_LOCK_TIMEOUT_MS}`;
     this.reachedCache =
       config.POSTGRES_CATALOG_TTL_MS === 0
@@ -423,11 +425,14 @@ export class PostgresDatabase {
     for (const t of types.rows) this.typeNames.set(Number(t.oid), t.name);
   }
 
-  /** Type names of column type oids (built-ins cached; others looked up once). */
-  async typeNamesOf(client: pg.ClientBase, oids: readonly number[]): Promise<TypeNames> {
+  /**
+   * Type names of column type oids (built-ins cached; others looked up once, on any pooled
+   * connection: the call's own is released by then).
+   */
+  async typeNamesOf(oids: readonly number[]): Promise<TypeNames> {
     const missing = [...new Set(oids)].filter((oid) => !this.typeNames.has(oid));
     if (missing.length > 0) {
-      const found = await client.query<{ oid: string; name: string }>(
+      const found = await this.pool.query<{ oid: string; name: string }>(
         `SELECT t.oid::text AS oid, pg_catalog.format_type(t.oid, NULL) AS name
          FROM pg_catalog.pg_type t WHERE t.oid = ANY($1::oid[])`,
         [missing],
@@ -435,6 +440,100 @@ export class PostgresDatabase {
       for (const t of found.rows) this.typeNames.set(Number(t.oid), t.name);
     }
     return this.typeNames;
+  }
+
+  /**
+   * Runs one checked statement in its own read-only transaction, in one round trip (see
+   * {@link ReadOnlyStatement}), collecting its rows into `rows` under their caps. `prepare`
+   * runs first on the same connection, outside the transaction (the catalog rules: cached
+   * lookups cost nothing, a miss one query), and returns the statement to run. The connection
+   * is destroyed, never reused, after any error, a cancellation, a dropped result or a session
+   * left dirty. Aborting the call cancels the backend query through another connection.
+   */
+  async runStatement(
+    bounds: CallBounds,
+    prepare: (client: PoolClient) => Promise<StatementPlan>,
+  ): Promise<QueryOutput> {
+    return traceUpstream('postgresql transaction', this.spanAttributes(), async () => {
+      try {
+        await this.ensureVerified();
+      } catch (error) {
+        throw translateError(error, bounds.signal);
+      }
+      for (let attempt = 1; ; attempt++) {
+        const client = await this.connect(bounds);
+        let spoiled: unknown;
+        let answered = false;
+        const pid = (client as unknown as { processID?: number }).processID;
+        const onAbort = (): void => {
+          spoiled ??= bounds.signal.reason ?? new Error('aborted');
+          if (pid !== undefined) void this.cancelBackend(pid);
+        };
+        bounds.signal.addEventListener('abort', onAbort, { once: true });
+        let rows: CappedRows;
+        try {
+          if (bounds.signal.aborted) throw bounds.signal.reason;
+          const plan = await prepare(client);
+          rows = plan.rows;
+          const statement = new ReadOnlyStatement(
+            this.settings(bounds),
+            plan.sql,
+            plan.params,
+            rows,
+            rows.caps.maxBytes,
+            plan.sessionCheck ?? true,
+          );
+          client.query(statement);
+          const outcome = await statement.done.finally(() => {
+            answered = statement.answered;
+          });
+          if ('dropped' in outcome) {
+            spoiled = new Error('a result past the byte cap was dropped unread');
+          } else if (outcome.dirty !== '') {
+            spoiled = new Error(`session left dirty: ${outcome.dirty}`);
+            this.logger.warn(
+              { dirty: outcome.dirty },
+              'a call left session state behind (a function doing more than it declares); the connection was destroyed',
+            );
+          }
+        } catch (error) {
+          spoiled ??= error;
+          // A pooled connection the server dropped (restart, failover, network cut) fails before
+          // PostgreSQL answered anything: one fresh connection may try again.
+          const retry =
+            attempt === 1 && !answered && !bounds.signal.aborted && isUnavailable(error);
+          bounds.signal.removeEventListener('abort', onAbort);
+          client.release(true);
+          if (retry) continue;
+          throw translateError(error, bounds.signal);
+        }
+        bounds.signal.removeEventListener('abort', onAbort);
+        // release(true) destroys the connection: whatever state it was left in dies with it.
+        client.release(spoiled !== undefined);
+        return rows.output(await this.typeNamesOf(rows.fields.map((f) => f.dataTypeID)));
+      }
+    });
+  }
+
+  /** This call's transaction settings: search_path, lock, statement and idle timeouts. */
+  private settings(bounds: CallBounds): string[] {
+    const remaining = Math.floor(bounds.deadline - Date.now());
+    const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
+    return [
+      this.searchPath,
+      String(this.config.POSTGRES_LOCK_TIMEOUT_MS),
+      String(timeout),
+      String(timeout + 5_000),
+    ];
+  }
+
+  /** A pooled connection, or the call's abort reason. */
+  private async connect(bounds: CallBounds): Promise<PoolClient> {
+    try {
+      return await waitOrAbort(this.pool.connect(), bounds.signal, (late) => late.release());
+    } catch (error) {
+      throw translateError(error, bounds.signal);
+    }
   }
 
   /**
@@ -526,12 +625,7 @@ export class PostgresDatabase {
   /** A pooled connection inside `BEGIN READ ONLY` with this call's settings. */
   private async begin(bounds: CallBounds): Promise<PoolClient> {
     for (let attempt = 1; ; attempt++) {
-      let client: PoolClient;
-      try {
-        client = await waitOrAbort(this.pool.connect(), bounds.signal, (late) => late.release());
-      } catch (error) {
-        throw translateError(error, bounds.signal);
-      }
+      const client = await this.connect(bounds);
       try {
         const remaining = Math.floor(bounds.deadline - Date.now());
         const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));

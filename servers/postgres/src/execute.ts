@@ -1,7 +1,5 @@
 import pg from 'pg';
-import type { ClientBase, CustomTypesConfig, FieldDef } from 'pg';
-import Cursor from 'pg-cursor';
-import type { PostgresDatabase } from './client.js';
+import type { FieldDef } from 'pg';
 import { MASKED } from './masking.js';
 import type { MaskedColumn } from './sql-policy.js';
 
@@ -31,6 +29,12 @@ export interface QueryCaps {
   maxBytes: number;
 }
 
+/** The masked columns of the database, and those of the tables a statement touches. */
+export interface MaskedColumns {
+  all: readonly MaskedColumn[];
+  touched: readonly MaskedColumn[];
+}
+
 // Text stays text for types JSON cannot carry faithfully: dates and times keep their exact
 // PostgreSQL form (no time-zone shifts through JS Date), bytea stays `\x…` hex, bigint becomes
 // a number only when it is exact.
@@ -38,133 +42,112 @@ const TEXT_TYPES = new Set([
   17, 1082, 1083, 1114, 1184, 1186, 1266, 1001, 1182, 1183, 1115, 1185, 1187, 1270,
 ]);
 const INT8 = 20;
-const types: CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: string) => {
-    if (TEXT_TYPES.has(oid)) return (value: string) => value;
-    if (oid === INT8) {
-      return (value: string) => {
-        const n = Number(value);
-        return Number.isSafeInteger(n) ? n : value;
-      };
-    }
-    return pg.types.getTypeParser(oid, format as 'text') as (value: string) => unknown;
-  }) as CustomTypesConfig['getTypeParser'],
+const asText = (value: string): string => value;
+const int8 = (value: string): number | string => {
+  const n = Number(value);
+  return Number.isSafeInteger(n) ? n : value;
 };
 
-function readBatch(
-  cursor: Cursor<unknown[]>,
-  rows: number,
-): Promise<{ rows: unknown[][]; fields: FieldDef[] }> {
-  return new Promise((resolve, reject) => {
-    cursor.read(rows, (error, batch, result) => {
-      if (error) reject(error);
-      else resolve({ rows: batch, fields: result.fields });
-    });
-  });
+/** The parser of a column's text-format values. */
+function parserOf(oid: number): (value: string) => unknown {
+  if (TEXT_TYPES.has(oid)) return asText;
+  if (oid === INT8) return int8;
+  return pg.types.getTypeParser(oid, 'text') as (value: string) => unknown;
 }
 
 /**
- * Runs one already-checked statement through a cursor (extended protocol: one statement only)
- * and stops reading at the row cap + 1 or the byte cap, so a huge result is never fetched
- * whole. Masked columns are replaced by origin (RowDescription table/column) or, for
- * expressions over a touched masked table, by name.
+ * The rows of one statement as they arrive, under the caps: at most `maxRows`, at most
+ * `maxBytes` of row JSON, each value at most maxBytes/16 characters (cut with a marker), masked
+ * columns replaced — by origin (RowDescription table/column) or, for expressions over a touched
+ * masked table, by name. {@link add} says when no more rows are wanted.
  */
-export async function executeCapped(
-  db: PostgresDatabase,
-  client: ClientBase,
-  sql: string,
-  params: readonly unknown[],
-  caps: QueryCaps,
-  masked: { all: readonly MaskedColumn[]; touched: readonly MaskedColumn[] },
-): Promise<QueryOutput> {
-  const cursor = client.query(
-    new Cursor<unknown[]>(sql, params as unknown[], { rowMode: 'array', types }),
-  );
-  const maxValueChars = Math.max(256, Math.floor(caps.maxBytes / 16));
-  const rows: unknown[][] = [];
-  let bytes = 2;
-  let fields: FieldDef[] = [];
-  let truncatedBy: QueryOutput['truncatedBy'];
-  let valuesCut = 0;
-  let done = false;
-  let maskIndex: boolean[] = [];
-  let batch = Math.min(caps.maxRows + 1, 100);
+export class CappedRows {
+  fields: FieldDef[] = [];
+  readonly rows: unknown[][] = [];
+  truncatedBy: QueryOutput['truncatedBy'];
+  valuesCut = 0;
+  private bytes = 2;
+  private parsers: Array<(value: string) => unknown> = [];
+  private maskIndex: boolean[] = [];
+  private readonly maxValueChars: number;
+  readonly caps: QueryCaps;
+  private readonly masked: MaskedColumns;
 
-  const cut = (value: unknown): unknown => {
-    if (typeof value === 'string' && value.length > maxValueChars) {
-      valuesCut++;
-      return `${value.slice(0, maxValueChars)}…[${value.length - maxValueChars} more characters cut]`;
+  constructor(caps: QueryCaps, masked: MaskedColumns) {
+    this.caps = caps;
+    this.masked = masked;
+    this.maxValueChars = Math.max(256, Math.floor(caps.maxBytes / 16));
+  }
+
+  /** The statement's columns (its RowDescription). */
+  describe(fields: FieldDef[]): void {
+    this.fields = fields;
+    this.parsers = fields.map((f) => parserOf(f.dataTypeID));
+    this.maskIndex = maskedFields(fields, this.masked);
+  }
+
+  /** Takes one row of text values; false once a cap is reached (this row is not kept). */
+  add(raw: ReadonlyArray<string | null>): boolean {
+    if (this.truncatedBy !== undefined) return false;
+    if (this.rows.length >= this.caps.maxRows) {
+      this.truncatedBy = 'max_rows';
+      return false;
+    }
+    const row = new Array<unknown>(raw.length);
+    for (let i = 0; i < raw.length; i++) {
+      const text = raw[i];
+      row[i] =
+        this.maskIndex[i] === true
+          ? MASKED
+          : text === null || text === undefined
+            ? null
+            : this.cut(this.parsers[i]!(text));
+    }
+    const size = Buffer.byteLength(JSON.stringify(row)) + 1;
+    if (this.bytes + size > this.caps.maxBytes) {
+      this.truncatedBy = 'max_bytes';
+      return false;
+    }
+    this.bytes += size;
+    this.rows.push(row);
+    return true;
+  }
+
+  private cut(value: unknown): unknown {
+    const max = this.maxValueChars;
+    if (typeof value === 'string' && value.length > max) {
+      this.valuesCut++;
+      return `${value.slice(0, max)}…[${value.length - max} more characters cut]`;
     }
     if (value !== null && typeof value === 'object') {
       const json = JSON.stringify(value);
-      if (json.length > maxValueChars) {
-        valuesCut++;
-        return `${json.slice(0, maxValueChars)}…[${json.length - maxValueChars} more characters cut]`;
+      if (json.length > max) {
+        this.valuesCut++;
+        return `${json.slice(0, max)}…[${json.length - max} more characters cut]`;
       }
     }
     return value;
-  };
-
-  let failed = false;
-  try {
-    while (!done) {
-      const read = await readBatch(cursor, batch);
-      if (fields.length === 0 && read.fields.length > 0) {
-        fields = read.fields;
-        maskIndex = maskedFields(fields, masked);
-      }
-      if (read.rows.length < batch) done = true;
-      for (const raw of read.rows) {
-        if (rows.length >= caps.maxRows) {
-          truncatedBy = 'max_rows';
-          break;
-        }
-        const row = raw.map((value, i) => (maskIndex[i] === true ? MASKED : cut(value)));
-        const size = Buffer.byteLength(JSON.stringify(row)) + 1;
-        if (bytes + size > caps.maxBytes) {
-          truncatedBy = 'max_bytes';
-          break;
-        }
-        bytes += size;
-        rows.push(row);
-      }
-      if (truncatedBy !== undefined) break;
-      // Size the next batch to what the byte budget can still take.
-      const average = rows.length === 0 ? 256 : bytes / rows.length;
-      const fits = Math.floor((caps.maxBytes - bytes) / average) + 1;
-      batch = Math.max(1, Math.min(caps.maxRows + 1 - rows.length, fits, 1000));
-    }
-  } catch (error) {
-    // The connection is discarded after an error; closing the portal would only wait on it.
-    failed = true;
-    throw error;
-  } finally {
-    if (!done && !failed) await cursor.close();
   }
 
-  const names = await db.typeNamesOf(
-    client,
-    fields.map((f) => f.dataTypeID),
-  );
-  return {
-    columns: fields.map((f, i) => ({
-      name: f.name,
-      type: names.get(f.dataTypeID) ?? `oid ${f.dataTypeID}`,
-      ...(maskIndex[i] === true ? { masked: true } : {}),
-    })),
-    rows,
-    rowCount: rows.length,
-    truncated: truncatedBy !== undefined,
-    ...(truncatedBy === undefined ? {} : { truncatedBy }),
-    valuesCut,
-  };
+  /** The result, with each column's type name from `typeNames`. */
+  output(typeNames: ReadonlyMap<number, string>): QueryOutput {
+    return {
+      columns: this.fields.map((f, i) => ({
+        name: f.name,
+        type: typeNames.get(f.dataTypeID) ?? `oid ${f.dataTypeID}`,
+        ...(this.maskIndex[i] === true ? { masked: true } : {}),
+      })),
+      rows: this.rows,
+      rowCount: this.rows.length,
+      truncated: this.truncatedBy !== undefined,
+      ...(this.truncatedBy === undefined ? {} : { truncatedBy: this.truncatedBy }),
+      valuesCut: this.valuesCut,
+    };
+  }
 }
 
 /** Which result columns to mask: by origin, or by name for expressions over a touched table. */
-function maskedFields(
-  fields: readonly FieldDef[],
-  masked: { all: readonly MaskedColumn[]; touched: readonly MaskedColumn[] },
-): boolean[] {
+function maskedFields(fields: readonly FieldDef[], masked: MaskedColumns): boolean[] {
   const origins = new Set(masked.all.map((m) => `${m.tableOid}:${m.attnum}`));
   const touchedNames = new Set(masked.touched.map((m) => m.column));
   return fields.map((f) =>

@@ -2,15 +2,15 @@ import { LRUCache } from 'lru-cache';
 import type { QueryConfig } from 'pg';
 import type { PostgresDatabase, CallBounds } from './client.js';
 import type { PostgresConfig } from './config.js';
-import { executeCapped } from './execute.js';
+import { CappedRows } from './execute.js';
 import type { QueryOutput } from './execute.js';
+import type { QueryParam } from './pipeline.js';
 import { SqlRefusedError, analyzeSql } from './sql-guard.js';
 import type { SqlAnalysis } from './sql-guard.js';
 import { checkCatalog, checkStatic } from './sql-policy.js';
 import type { SqlPolicyOptions } from './sql-policy.js';
 
-/** A parameter value of a query (`$1`, `$2`, …). */
-export type QueryParam = string | number | boolean | null;
+export type { QueryParam } from './pipeline.js';
 
 /**
  * The one path every SQL text takes: parse and shape check, static rules, then — inside the
@@ -71,18 +71,19 @@ export class SqlService {
   ): Promise<QueryOutput & { durationMs: number }> {
     const analysis = await this.check(sql);
     const started = performance.now();
-    const output = await this.db.transaction(bounds, async (client) => {
+    const output = await this.db.runStatement(bounds, async (client) => {
       const catalog = this.db.catalog(client);
-      const touched = await checkCatalog(analysis, this.policy, catalog);
+      const { touched, sessionSafe } = await checkCatalog(analysis, this.policy, catalog);
       const all = await catalog.maskedColumns();
-      return executeCapped(
-        this.db,
-        client,
-        analysis.statement,
+      return {
+        sql: analysis.statement,
         params,
-        { maxRows, maxBytes: this.config.POSTGRES_MAX_BYTES },
-        { all, touched },
-      );
+        sessionCheck: !sessionSafe,
+        rows: new CappedRows(
+          { maxRows, maxBytes: this.config.POSTGRES_MAX_BYTES },
+          { all, touched },
+        ),
+      };
     });
     return { ...output, durationMs: Math.round((performance.now() - started) * 10) / 10 };
   }

@@ -281,7 +281,7 @@ export async function checkCatalog(
   analysis: SqlAnalysis,
   options: SqlPolicyOptions,
   catalog: CatalogLookup,
-): Promise<readonly MaskedColumn[]> {
+): Promise<CatalogVerdict> {
   const searched = ['pg_catalog', ...options.schemas];
   const candidates = (names: readonly QualifiedName[]): string[] => [
     ...new Set(
@@ -339,15 +339,32 @@ export async function checkCatalog(
       );
     }
   }
+  // Only a function can leave session state past ROLLBACK (an advisory lock, a prepared
+  // statement…). Built-in functions that are not volatile cannot (only a superuser can change
+  // them); a view's built-in calls are not in the list above, so a view counts as unknown.
+  const sessionSafe =
+    reached.views.length === 0 &&
+    reached.functions.every((fn) => fn.schema === 'pg_catalog' && !fn.volatile);
   const masked = await catalog.maskedColumns();
-  if (masked.length === 0) return [];
+  if (masked.length === 0) return { touched: [], sessionSafe };
   const touched = masked.filter((m) =>
     analysis.relations.some(
       (r) => r.name === m.table && (r.schema === undefined || r.schema === m.schema),
     ),
   );
   checkMasking(analysis, touched);
-  return touched;
+  return { touched, sessionSafe };
+}
+
+/** What the catalog rules found of a statement they let through. */
+export interface CatalogVerdict {
+  /** The masked columns of the tables it touches. */
+  readonly touched: readonly MaskedColumn[];
+  /**
+   * True when everything it can run is a built-in function that is not volatile: nothing it
+   * does can outlive ROLLBACK, so the session check after it can be skipped.
+   */
+  readonly sessionSafe: boolean;
 }
 
 /**

@@ -1,10 +1,13 @@
 import { loadConfig } from '@gatehouse/core';
 import { createLogger } from '@gatehouse/core/runtime';
+import { createServer, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresDatabase } from '../src/client.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
-import { executeCapped } from '../src/execute.ts';
+import { CappedRows } from '../src/execute.ts';
+import { SqlService } from '../src/service.ts';
 import { companyDatabase, connectPostgres, text } from './helpers.ts';
 import type { CompanyDatabase } from './helpers.ts';
 
@@ -32,16 +35,11 @@ function bounds(ms = 10_000) {
 
 /** Runs SQL straight through layer 3 (no parser, no policy). */
 function raw(sql: string, target = db, b = bounds()) {
-  return target.transaction(b, (client) =>
-    executeCapped(
-      target,
-      client,
-      sql,
-      [],
-      { maxRows: 100, maxBytes: 65_536 },
-      { all: [], touched: [] },
-    ),
-  );
+  return target.runStatement(b, async () => ({
+    sql,
+    params: [],
+    rows: new CappedRows({ maxRows: 100, maxBytes: 65_536 }, { all: [], touched: [] }),
+  }));
 }
 
 async function activeQueries(pattern: string): Promise<number> {
@@ -358,6 +356,167 @@ describe('connections', () => {
       expect(await pid()).toBe(first); // healthy connections are reused
       await expect(raw('SELECT 1 / 0', single)).rejects.toThrow(/division by zero/);
       expect(await pid()).not.toBe(first);
+    } finally {
+      await single.close();
+    }
+  });
+});
+
+/**
+ * A TCP proxy in front of PostgreSQL that reads the frontend's protocol messages: how many
+ * Sync and Query messages (each one a round trip) and how many writes a call sent.
+ */
+async function countingProxy(target: string) {
+  const url = new URL(target);
+  const [port, host] = [Number(url.port), url.hostname];
+  const counts = { sync: 0, query: 0, writes: 0, bind: 0 };
+  const server = createServer((socket) => {
+    const upstream = connect(port, host);
+    let pending = Buffer.alloc(0);
+    let started = false;
+    socket.on('data', (chunk) => {
+      counts.writes++;
+      upstream.write(chunk);
+      pending = Buffer.concat([pending, chunk]);
+      for (;;) {
+        if (!started) {
+          // The startup message (and an SSL request) has no type byte.
+          if (pending.length < 4) break;
+          const length = pending.readInt32BE(0);
+          if (pending.length < length) break;
+          const code = pending.readInt32BE(4);
+          pending = pending.subarray(length);
+          if (code !== 80877103) started = true;
+          continue;
+        }
+        if (pending.length < 5) break;
+        const length = pending.readInt32BE(1);
+        if (pending.length < length + 1) break;
+        const type = String.fromCharCode(pending[0]!);
+        if (type === 'S') counts.sync++;
+        if (type === 'Q') counts.query++;
+        if (type === 'B') counts.bind++;
+        pending = pending.subarray(length + 1);
+      }
+    });
+    upstream.on('data', (chunk) => socket.write(chunk));
+    const close = () => {
+      socket.destroy();
+      upstream.destroy();
+    };
+    socket.on('close', close).on('error', close);
+    upstream.on('close', close).on('error', close);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  url.hostname = '127.0.0.1';
+  url.port = String((server.address() as AddressInfo).port);
+  return {
+    url: url.toString(),
+    counts,
+    reset: () => Object.assign(counts, { sync: 0, query: 0, writes: 0, bind: 0 }),
+    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+  };
+}
+
+describe('one round trip', () => {
+  it('sends the whole read-only transaction of a query in one write with one Sync', async () => {
+    const proxy = await countingProxy(company.db.url);
+    const proxied = database({ POSTGRES_URL: proxy.url, POSTGRES_POOL_SIZE: '1' });
+    try {
+      await raw('SELECT 1', proxied); // connects and warms the pool
+      proxy.reset();
+      const result = await raw('SELECT id, name FROM customers WHERE id = 42', proxied);
+      expect(result.rows).toHaveLength(1);
+      // BEGIN READ ONLY, the settings, the statement, ROLLBACK and the session check: one write,
+      // one Sync, no simple Query — PostgreSQL answers all of it in one round trip.
+      expect(proxy.counts).toMatchObject({ sync: 1, query: 0, writes: 1 });
+      // The cap still holds inside the one round trip, and the connection is reused after it.
+      proxy.reset();
+      const capped = await proxied.runStatement(bounds(), async () => ({
+        sql: 'SELECT g FROM generate_series(1, 100000) g',
+        params: [],
+        rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }, { all: [], touched: [] }),
+      }));
+      expect(capped).toMatchObject({ rowCount: 10, truncated: true, truncatedBy: 'max_rows' });
+      expect(proxy.counts).toMatchObject({ sync: 1, query: 0, writes: 1 });
+    } finally {
+      await proxied.close();
+      await proxy.close();
+    }
+  });
+
+  it('checks the session after a statement that can run code other than built-in, non-volatile functions — and only then', async () => {
+    await company.admin.query(`
+      CREATE FUNCTION public.twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+      CREATE VIEW public.customer_names AS SELECT name FROM customers;
+      GRANT SELECT ON public.customer_names TO ${company.role}`);
+    const proxy = await countingProxy(company.url);
+    const config = loadConfig(PostgresConfigSchema, {
+      POSTGRES_URL: proxy.url,
+      POSTGRES_POOL_SIZE: '1',
+    });
+    const proxied = new PostgresDatabase(config, logger, config.POSTGRES_SCHEMAS);
+    const service = new SqlService(proxied, config);
+    // Statements bound in the round trip: BEGIN, settings, the statement, ROLLBACK (+ the check).
+    const binds = async (sql: string) => {
+      await service.query(bounds(), sql, [], 10); // the catalog lookup, cached from here on
+      proxy.reset();
+      await service.query(bounds(), sql, [], 10);
+      expect(proxy.counts).toMatchObject({ sync: 1, query: 0 });
+      return proxy.counts.bind;
+    };
+    try {
+      expect(await binds('SELECT upper(name), length(name) FROM customers WHERE id = 1')).toBe(4);
+      expect(await binds('SELECT count(*) FROM orders')).toBe(4);
+      expect(await binds('SELECT twice(id) FROM customers WHERE id = 1')).toBe(5); // owner code
+      expect(await binds('SELECT random() AS r')).toBe(5); // volatile, even if harmless
+      expect(await binds('SELECT name FROM customer_names LIMIT 1')).toBe(5); // a view
+    } finally {
+      await proxied.close();
+      await proxy.close();
+    }
+  });
+
+  it('binds parameters as text, nulls as NULL', async () => {
+    const result = await db.runStatement(bounds(), async () => ({
+      sql: 'SELECT $1::int + 1 AS n, $2::text IS NULL AS missing, $3::bool AS yes',
+      params: [41, null, true],
+      rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }, { all: [], touched: [] }),
+    }));
+    expect(result.rows).toEqual([[42, true, true]]);
+  });
+
+  it('drops the connection instead of reading on far past the byte cap, and answers with what fits', async () => {
+    const single = database({ POSTGRES_POOL_SIZE: '1' });
+    const pid = async () => (await raw('SELECT pg_backend_pid()', single)).rows[0]![0];
+    const big = (sql: string) =>
+      single.runStatement(bounds(), async () => ({
+        sql,
+        params: [],
+        rows: new CappedRows({ maxRows: 1_000, maxBytes: 16_384 }, { all: [], touched: [] }),
+      }));
+    try {
+      const first = await pid();
+      // A little past the cap: the rest is skipped unparsed and the connection stays.
+      const near = await big("SELECT repeat('x', 1000) FROM generate_series(1, 30)");
+      expect(near).toMatchObject({ truncated: true, truncatedBy: 'max_bytes', valuesCut: 0 });
+      expect(near.rowCount).toBe(16);
+      expect(await pid()).toBe(first);
+      // Far past it (1 000 rows of 100 KB): the connection is cut, not drained.
+      const far = await big("SELECT repeat('x', 100000) FROM generate_series(1, 1000)");
+      expect(far).toMatchObject({ truncated: true, truncatedBy: 'max_bytes' });
+      expect(far.rowCount).toBeGreaterThan(10); // each value cut to 1 024 characters
+      const next = await pid();
+      expect(next).not.toBe(first);
+      // Nothing of the dropped call runs on: its backend is gone.
+      await expect
+        .poll(async () => {
+          const r = await company.admin.query('SELECT 1 FROM pg_stat_activity WHERE pid = $1', [
+            first,
+          ]);
+          return r.rowCount;
+        })
+        .toBe(0);
     } finally {
       await single.close();
     }
