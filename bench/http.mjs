@@ -2,6 +2,7 @@
 // the audit trail to a file, the real logger) vs the bare SDK's createMcpHandler, the same no-op
 // tool, each in its own process. For 1, 10 and 50 concurrent clients (real SDK clients, one HTTP
 // request per call), rounds alternate between the two so drift hits both alike.
+// The resident memory of both is sampled throughout. Both run with the servers' bin flags.
 // Knobs: BENCH_SECONDS (per round and server, default 2), BENCH_ROUNDS (default 4).
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
@@ -11,6 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connectHttp } from '@gatehouse/testkit';
+import { BIN_FLAGS, memoryOf } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -19,7 +21,7 @@ const KEY = 'bench-http-api-key-0123456789abcdef';
 
 /** Starts a server process; resolves with its URL (read from a line `pick` recognises). */
 function start(script, env, pick, stream) {
-  const child = spawn(process.execPath, [here(script)], {
+  const child = spawn(process.execPath, [...BIN_FLAGS, here(script)], {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
@@ -96,6 +98,13 @@ async function measure(url, clients, headers) {
   return calls / SECONDS;
 }
 
+// Memory of both servers while they serve (every 100 ms): the steady level and the peak.
+const rss = { core: [], bare: [] };
+const sampler = setInterval(() => {
+  rss.core.push(memoryOf(core.child.pid).rss);
+  rss.bare.push(memoryOf(bare.child.pid).rss);
+}, 100);
+
 const rows = [];
 for (const clients of [1, 10, 50]) {
   const rates = { core: [], bare: [] };
@@ -120,11 +129,25 @@ for (const clients of [1, 10, 50]) {
     rounds: ROUNDS,
   });
 }
+clearInterval(sampler);
+const mb = (kb) => Math.round(kb / 1024);
+const steady = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const memory = Object.fromEntries(
+  Object.entries({ core, bare }).map(([name, server]) => [
+    name,
+    {
+      steady_rss_mb: mb(steady(rss[name].slice(Math.floor(rss[name].length / 3)))),
+      peak_rss_mb: mb(memoryOf(server.child.pid).hwm),
+      samples: rss[name].length,
+    },
+  ]),
+);
 core.child.kill('SIGTERM');
 bare.child.kill('SIGTERM');
 console.table(rows);
+console.table(memory);
 mkdirSync(here('./results'), { recursive: true });
 writeFileSync(
   here('./results/http.json'),
-  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, seconds: SECONDS, rows }, null, 2)}\n`,
+  `${JSON.stringify({ date: new Date().toISOString(), node: process.version, seconds: SECONDS, rows, memory }, null, 2)}\n`,
 );

@@ -14,7 +14,7 @@ import { connectStdio } from '@gatehouse/testkit';
 import { startPostgres } from '@gatehouse/testkit/postgres';
 import pg from 'pg';
 import { seedCompany } from '../servers/postgres/demo/seed.mjs';
-import { BENCH_ENV, median } from './servers.mjs';
+import { BENCH_ENV, binFlags, median } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
@@ -53,7 +53,7 @@ const oursEnv = {
 const servers = {
   gatehouse: {
     connect: (env = oursEnv) =>
-      connectStdio(process.execPath, ['--liftoff-only', OURS], { env, stderr: 'ignore' }),
+      connectStdio(process.execPath, [...binFlags('postgres'), OURS], { env, stderr: 'ignore' }),
     call: (client, sql) => client.callTool({ name: 'postgres_query', arguments: { sql } }),
   },
   reference: {

@@ -158,6 +158,22 @@ for (const [what, key, target] of [
   });
 }
 
+const httpMemory = results('http').memory;
+for (const [what, key, target] of [
+  ['steady RSS', 'steady_rss_mb', '≤ 150 MB'],
+  ['peak RSS', 'peak_rss_mb', '≤ 200 MB'],
+]) {
+  rows.push({
+    what: `memory over HTTP, the rounds above (1–50 clients): ${what} vs bare createMcpHandler`,
+    ours: `${httpMemory.core[key]} MB`,
+    baseline: `${httpMemory.bare[key]} MB`,
+    ratio: (httpMemory.core[key] / httpMemory.bare[key]).toFixed(2),
+    n: httpMemory.core.samples,
+    spread: '',
+    target,
+  });
+}
+
 const header = ['what', 'ours', 'baseline', 'ratio', 'n', 'spread (ours)', 'target'];
 const cell = (s) => String(s).replace(/\|/g, '\\|');
 const table = [

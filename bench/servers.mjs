@@ -9,7 +9,7 @@ import {
 } from '@gatehouse/core';
 import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import { McpServer } from '@modelcontextprotocol/server';
-import { mkdirSync, openSync, writeFileSync } from 'node:fs';
+import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';
 import * as z from 'zod';
 
@@ -180,4 +180,25 @@ export function reportComparison(
     new URL(`./results/${name}.json`, import.meta.url),
     JSON.stringify({ cold, latency, sizes }, null, 1),
   );
+}
+
+/**
+ * The node flags every server bin starts with (its first line: the heap sizing of ADR 0014), so
+ * the benchmarks' own server scripts — and the bare SDK servers they are compared with — run
+ * the way a deployed server does.
+ */
+export function binFlags(server) {
+  const first = readFileSync(
+    new URL(`../servers/${server}/src/index.ts`, import.meta.url),
+    'utf8',
+  ).split('\n', 1)[0];
+  return (/^#!\S*env\s+-S\s+node\s*(.*)$/.exec(first)?.[1] ?? '').split(/\s+/).filter(Boolean);
+}
+export const BIN_FLAGS = binFlags('github');
+
+/** VmRSS and VmHWM (peak) of a process, in kB. */
+export function memoryOf(pid) {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const field = (name) => Number(new RegExp(`^${name}:\\s+(\\d+)`, 'm').exec(status)?.[1] ?? 0);
+  return { rss: field('VmRSS'), hwm: field('VmHWM') };
 }

@@ -77,7 +77,11 @@ describe('client-config', () => {
     ]);
     const github = config.mcpServers['gatehouse-github']!;
     expect(github.command).toBe(process.execPath);
-    expect(github.args).toEqual([join(ROOT, 'servers/github/dist/index.js')]);
+    expect(github.args).toEqual([
+      '--max-semi-space-size=8',
+      '--max-old-space-size=256',
+      join(ROOT, 'servers/github/dist/index.js'),
+    ]);
     expect(github.env).toEqual({
       GITHUB_TOKEN_FILE: `${secrets}/github-token`,
       GITHUB_REPOS: 'acme/api',
@@ -85,6 +89,8 @@ describe('client-config', () => {
     // The flags the bin needs, from its shebang.
     expect(config.mcpServers['gatehouse-postgres']!.args).toEqual([
       '--liftoff-only',
+      '--max-semi-space-size=8',
+      '--max-old-space-size=256',
       join(ROOT, 'servers/postgres/dist/index.js'),
     ]);
 
@@ -135,7 +141,7 @@ describe('client-config', () => {
     const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
     const code = await generate(home, ['slack', '--client', 'claude-code']);
     expect(code.stdout).toMatch(
-      /^claude mcp add gatehouse-slack --env SLACK_BOT_TOKEN_FILE=\S+slack-bot-token .*-- \S+node \S+servers\/slack\/dist\/index\.js\n$/,
+      /^claude mcp add gatehouse-slack --env SLACK_BOT_TOKEN_FILE=\S+slack-bot-token .*-- \S+node --max-semi-space-size=8 --max-old-space-size=256 \S+servers\/slack\/dist\/index\.js\n$/,
     );
     const remote = await generate(home, [
       'jira',

@@ -1,4 +1,6 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --max-semi-space-size=8 --max-old-space-size=256
+// The heap flags on the first line size V8's heap for a server, not for a batch job: steady RSS
+// under load ~125 MB instead of ~280 MB, no cost to cold start or throughput (ADR 0014).
 // The bin: Node's on-disk compile cache first (a warm start skips compiling the SDK and zod
 // again), then config → factory → transport (main.ts).
 // The Node version check comes first: on an old Node it says which version is needed instead of

@@ -1,4 +1,6 @@
-#!/usr/bin/env -S node --liftoff-only
+#!/usr/bin/env -S node --liftoff-only --max-semi-space-size=8 --max-old-space-size=256
+// The heap flags on the first line size V8's heap for a server, not for a batch job: steady RSS
+// under load ~125 MB instead of ~280 MB, no cost to cold start or throughput (ADR 0014).
 // The bin: config → factory → transport (main.ts). Two start-up measures first (ADR 0007):
 // Node's on-disk compile cache (a warm start skips compiling the SDK and zod again), and
 // `--liftoff-only` in the line above, which keeps V8 from re-compiling the SQL parser's huge

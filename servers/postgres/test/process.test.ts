@@ -30,7 +30,9 @@ function env(extra: Record<string, string> = {}): Record<string, string> {
 
 describe('over stdio', () => {
   it('runs as an executable whose first line asks node for --liftoff-only', async () => {
-    expect(readFileSync(BIN, 'utf8').split('\n')[0]).toBe('#!/usr/bin/env -S node --liftoff-only');
+    expect(readFileSync(BIN, 'utf8').split('\n')[0]).toBe(
+      '#!/usr/bin/env -S node --liftoff-only --max-semi-space-size=8 --max-old-space-size=256',
+    );
     // Executed directly (as npx does), through that line.
     const connection = await connectStdio(BIN, [], { env: env() });
     try {
