@@ -101,7 +101,7 @@ for (const [label, sql] of Object.entries(QUERIES)) {
     }
   }
 }
-const rowsBack = (result) => result.structuredContent?.row_count;
+const rowsBack = (result) => Number(/^(\d+) rows?\b/.exec(result.content[0]?.text ?? '')?.[1]);
 const sample = await servers.gatehouse.call(connections.gatehouse.client, QUERIES['1 000 rows']);
 if (rowsBack(sample) !== 1000) throw new Error(`expected 1000 rows, got ${rowsBack(sample)}`);
 for (const connection of Object.values(connections)) await connection.close();

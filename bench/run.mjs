@@ -107,7 +107,8 @@ for (const size of ['1 row', '1 000 rows']) {
   });
 }
 
-// tools/list as the model carries it: the listing of every tool, from the surface snapshots.
+// tools/list as the model carries it, from the surface snapshots (the full contract): the
+// default listing (no output schemas: GATEHOUSE_STRUCTURED_OUTPUT is off) and the one with them.
 for (const server of readdirSync(here('../servers')).sort()) {
   let surface;
   try {
@@ -117,14 +118,18 @@ for (const server of readdirSync(here('../servers')).sort()) {
   } catch {
     continue;
   }
-  const bytes = Buffer.byteLength(JSON.stringify(surface.tools));
+  const listed = surface.tools.map(({ access: _access, ...tool }) => tool);
+  const withOutput = Buffer.byteLength(JSON.stringify(listed));
+  const bytes = Buffer.byteLength(
+    JSON.stringify(listed.map(({ outputSchema: _output, ...tool }) => tool)),
+  );
   rows.push({
     what: `tools/list bytes per tool, ${server} (${surface.tools.length} tools, writes included)`,
     ours: `${Math.round(bytes / surface.tools.length)} B`,
     baseline: '',
     ratio: '',
     n: surface.tools.length,
-    spread: `${bytes} B in all`,
+    spread: `${bytes} B in all; ${Math.round(withOutput / surface.tools.length)} B/tool with output schemas`,
     target: '≤ 1 500 B',
   });
 }

@@ -193,6 +193,11 @@ export const baseConfigShape = {
   GATEHOUSE_MAX_OUTPUT_BYTES: envInt(1024, 64 * 1024 * 1024)
     .default(256 * 1024)
     .describe('Default size budget of a tool result or resource text (a tool may set its own).'),
+  GATEHOUSE_STRUCTURED_OUTPUT: envBoolean
+    .default(false)
+    .describe(
+      'List output schemas and answer with structured content beside the text, for clients that consume it; off, the model gets one copy of each answer.',
+    ),
   GATEHOUSE_CONFIRM_WRITES: envBoolean
     .default(false)
     .describe(

@@ -20,7 +20,8 @@ export { describeTools } from './pipeline/prepare.js';
  * committed copy of it makes every change to what a model reads a visible diff in review.
  */
 export function surfaceSnapshot(definition: ServerDefinition): Record<string, unknown> {
-  const prepared = prepareServer(definition);
+  // The full contract, output schemas included (as listed with GATEHOUSE_STRUCTURED_OUTPUT).
+  const prepared = prepareServer(definition, { structuredOutput: true });
   const described = (r: { title?: string; description?: string; mimeType?: string }) => ({
     ...(r.title === undefined ? {} : { title: r.title }),
     ...(r.description === undefined ? {} : { description: r.description }),

@@ -93,6 +93,7 @@ export function createRuntime(
       ...(options.limiterStore === undefined ? {} : { store: options.limiterStore }),
     }),
     maxOutputBytes: config.GATEHOUSE_MAX_OUTPUT_BYTES,
+    structuredOutput: config.GATEHOUSE_STRUCTURED_OUTPUT,
     ...(config.GATEHOUSE_CONFIRM_WRITES
       ? { confirmWrites: { fallback: config.GATEHOUSE_CONFIRM_FALLBACK } }
       : {}),

@@ -43,7 +43,9 @@ export function createServerFactory(
   definition: ServerDefinition,
   runtime: Runtime,
 ): (ctx: McpRequestContext) => Server {
-  const prepared = prepareServer(definition);
+  const prepared = prepareServer(definition, {
+    structuredOutput: runtime.structuredOutput ?? false,
+  });
   const { capabilities } = prepared;
   const pageSize = runtime.pageSize ?? DEFAULT_PAGE_SIZE;
   const stateCodec = createStateCodec(runtime);

@@ -338,7 +338,10 @@ describe('human in the loop', () => {
         }),
       ],
     });
-    const config = loadConfig(baseConfigSchema, writes);
+    const config = loadConfig(baseConfigSchema, {
+      ...writes,
+      GATEHOUSE_STRUCTURED_OUTPUT: 'true',
+    });
     const logger = createLogger({ destination: new Writable({ write: (_c, _e, done) => done() }) });
     const audit = new AuditLog({ sinks: [], service: { name: 'demo', version: '1.0.0' } });
     for (const era of ['legacy', 'modern'] as const) {

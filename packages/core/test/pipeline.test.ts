@@ -88,6 +88,15 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       additionalProperties: false,
       required: ['text'],
     });
+    // JSON Schema 2020-12 is MCP's default dialect: no $schema in every listing.
+    expect(JSON.stringify(tools)).not.toContain('$schema');
+    // Output schemas are listed only with GATEHOUSE_STRUCTURED_OUTPUT (the next test).
+    expect(tools.find((t) => t.name === 'demo_stats')!.outputSchema).toBeUndefined();
+  });
+
+  it('lists output schemas with GATEHOUSE_STRUCTURED_OUTPUT', async () => {
+    const { client } = await harness(era, { GATEHOUSE_STRUCTURED_OUTPUT: 'true' });
+    const { tools } = await client.listTools();
     expect(tools.find((t) => t.name === 'demo_stats')!.outputSchema).toMatchObject({
       type: 'object',
     });
@@ -278,8 +287,21 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
     expect(seen).toEqual([1, 2, 3, 4]);
   });
 
-  it('returns structured content that matches the output schema, and refuses one that does not', async () => {
+  it('answers with one copy by default: the text, still checked against the output schema', async () => {
     const { client, records } = await harness(era);
+    const good = await client.callTool({ name: 'demo_stats', arguments: { values: [1, 2, 3] } });
+    expect(good.structuredContent).toBeUndefined();
+    expect(JSON.parse(text(good))).toEqual({ count: 3, sum: 6 });
+    const bad = await client.callTool({
+      name: 'demo_stats',
+      arguments: { values: [1], lie: true },
+    });
+    expect(bad.isError).toBe(true);
+    expect(records.map((r) => r.event.reason)).toEqual(['ok', 'internal_error']);
+  });
+
+  it('returns structured content that matches the output schema, and refuses one that does not', async () => {
+    const { client, records } = await harness(era, { GATEHOUSE_STRUCTURED_OUTPUT: 'true' });
     const good = await client.callTool({ name: 'demo_stats', arguments: { values: [1, 2, 3] } });
     expect(good.structuredContent).toEqual({ count: 3, sum: 6 });
     expect(JSON.parse(text(good))).toEqual({ count: 3, sum: 6 });
@@ -400,6 +422,25 @@ describe('stage order: policy, then validation, then the handler', () => {
     expect(records.map((r) => [r.event.reason, r.policy?.decision])).toEqual([
       ['invalid_params', 'allow'],
     ]);
+  });
+});
+
+describe('the listing leaves validation detail to the server', () => {
+  it('lists no string lengths, but a call that breaks one is refused with an error naming it', async () => {
+    const { client, records } = await harness('legacy');
+    const { tools } = await client.listTools();
+    const echo = tools.find((t) => t.name === 'demo_echo')!;
+    const properties = echo.inputSchema.properties as Record<string, Record<string, unknown>>;
+    expect(properties.text).toEqual({ type: 'string', description: 'Text to echo' });
+    // Numeric ranges stay: they tell the model which values make sense.
+    expect(properties.repeat).toMatchObject({ type: 'integer', minimum: 1, maximum: 3 });
+    const result = await client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'x'.repeat(201) },
+    });
+    expect(result.isError).toBe(true);
+    expect(JSON.stringify(result.content)).toMatch(/text.*200/);
+    expect(records.map((r) => r.event.reason)).toEqual(['invalid_params']);
   });
 });
 

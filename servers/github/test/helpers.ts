@@ -39,6 +39,8 @@ export async function connectGitHub(
 ): Promise<GitHubHarness> {
   const config = loadConfig(GitHubConfigSchema, {
     GATEHOUSE_PRINCIPAL: 'tester',
+    // The suites read answers' structured content (off by default: ADR 0014).
+    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
     GATEHOUSE_RATE_READ_PER_MIN: '100000',
     GATEHOUSE_RATE_WRITE_PER_MIN: '100000',
     GITHUB_TOKEN: TOKEN,

@@ -28,6 +28,7 @@ afterAll(async () => {
 });
 
 const env = (extra: Record<string, string> = {}) => ({
+  GATEHOUSE_STRUCTURED_OUTPUT: 'true',
   PATH: process.env.PATH ?? '',
   GITHUB_TOKEN: TOKEN,
   GITHUB_API_URL: fake.url,

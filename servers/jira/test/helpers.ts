@@ -36,6 +36,8 @@ export async function connectJira(
 ): Promise<JiraHarness> {
   const config = loadConfig(JiraConfigSchema, {
     GATEHOUSE_PRINCIPAL: 'tester',
+    // The suites read answers' structured content (off by default: ADR 0014).
+    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
     GATEHOUSE_RATE_READ_PER_MIN: '100000',
     JIRA_URL: fake.url,
     JIRA_PROJECTS: 'OPS,WEB,AND',

@@ -14,6 +14,7 @@ beforeAll(async () => {
 afterAll(() => fake?.close());
 
 const env = (extra: Record<string, string> = {}) => ({
+  GATEHOUSE_STRUCTURED_OUTPUT: 'true',
   PATH: process.env.PATH ?? '',
   JIRA_URL: fake.url,
   JIRA_PROJECTS: 'OPS,WEB',

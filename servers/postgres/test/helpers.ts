@@ -135,6 +135,8 @@ export async function connectPostgres(
 ): Promise<PostgresHarness> {
   const config = loadConfig(PostgresConfigSchema, {
     GATEHOUSE_PRINCIPAL: 'tester',
+    // The suites read answers' structured content (off by default: ADR 0014).
+    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
     GATEHOUSE_RATE_READ_PER_MIN: '100000',
     ...env,
   });

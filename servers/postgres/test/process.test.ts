@@ -25,19 +25,37 @@ afterAll(async () => {
 });
 
 function env(extra: Record<string, string> = {}): Record<string, string> {
-  return { PATH: process.env.PATH ?? '', POSTGRES_URL: company.url, ...extra };
+  return {
+    PATH: process.env.PATH ?? '',
+    POSTGRES_URL: company.url,
+    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
+    ...extra,
+  };
 }
 
 describe('over stdio', () => {
-  it('runs as an executable whose first line asks node for --liftoff-only', async () => {
+  it('runs as an executable whose first line asks node for --liftoff-only and the heap sizing', async () => {
     expect(readFileSync(BIN, 'utf8').split('\n')[0]).toBe(
       '#!/usr/bin/env -S node --liftoff-only --max-semi-space-size=8 --max-old-space-size=256',
     );
-    // Executed directly (as npx does), through that line.
-    const connection = await connectStdio(BIN, [], { env: env() });
+    // Executed directly (as npx does), through that line, with the default configuration.
+    const connection = await connectStdio(BIN, [], {
+      env: { PATH: process.env.PATH ?? '', POSTGRES_URL: company.url },
+    });
     try {
       const { tools } = await connection.client.listTools();
       expect(tools).toHaveLength(4);
+      // By default the model gets one copy of each answer: no output schemas listed, no
+      // structured content — the framed text carries the rows (ADR 0014).
+      expect(tools.every((t) => t.outputSchema === undefined)).toBe(true);
+      const result = await connection.client.callTool({
+        name: 'postgres_query',
+        arguments: { sql: 'SELECT id, name FROM customers WHERE id = 1' },
+      });
+      expect(result.structuredContent).toBeUndefined();
+      expect((result.content as Array<{ text: string }>)[0]!.text).toMatch(
+        /^1 row.*\nid \(integer\) \| name \(text\)\n1 \| \S/s,
+      );
     } finally {
       await connection.close();
     }

@@ -35,6 +35,8 @@ export async function connectSlack(
 ): Promise<SlackHarness> {
   const config = loadConfig(SlackConfigSchema, {
     GATEHOUSE_PRINCIPAL: 'tester',
+    // The suites read answers' structured content (off by default: ADR 0014).
+    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
     GATEHOUSE_RATE_READ_PER_MIN: '100000',
     GATEHOUSE_RATE_WRITE_PER_MIN: '100000',
     SLACK_BOT_TOKEN: TOKEN,

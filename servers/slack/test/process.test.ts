@@ -27,6 +27,7 @@ afterAll(async () => {
 });
 
 const env = (extra: Record<string, string> = {}) => ({
+  GATEHOUSE_STRUCTURED_OUTPUT: 'true',
   PATH: process.env.PATH ?? '',
   SLACK_BOT_TOKEN: TOKEN,
   SLACK_API_URL: fake.url,

@@ -45,6 +45,8 @@ export interface PreparedServer {
   /** The scope of resources, templates and prompts that name none. */
   readonly defaultScope: string;
   readonly capabilities: ServerCapabilities;
+  /** Whether answers carry structured content (and listings their output schemas). */
+  readonly structuredOutput: boolean;
   readonly serverInfo: { name: string; version: string; title?: string };
 }
 
@@ -65,7 +67,49 @@ function withoutDialect(schema: Record<string, unknown>): Record<string, unknown
   return rest;
 }
 
-export function prepareTool(definition: ToolDefinition): PreparedTool {
+/** Validation detail the listing leaves to the server (its error names the rule a call broke). */
+const SERVER_SIDE = new Set([
+  '$schema',
+  'pattern',
+  'minLength',
+  'maxLength',
+  'minItems',
+  'maxItems',
+]);
+
+/**
+ * The input schema as the model reads it, in every conversation: what it needs to form a call —
+ * types, enums, formats, numeric ranges, defaults, required, descriptions — without what only
+ * checks one: `$schema` (2020-12 is MCP's default dialect), regex patterns (zod writes 330 bytes
+ * for an ISO date), string and array lengths, and the ±2^53 bounds zod puts on every integer. The
+ * server validates every call with the full zod schema, so nothing it relies on is lost; a call
+ * that breaks a rule gets an error naming it.
+ */
+export function listedSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const lean = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(lean);
+    if (node === null || typeof node !== 'object') return node;
+    return Object.fromEntries(
+      Object.entries(node as Record<string, unknown>)
+        .filter(
+          ([key, value]) =>
+            !SERVER_SIDE.has(key) &&
+            !(key === 'maximum' && value === Number.MAX_SAFE_INTEGER) &&
+            !(key === 'minimum' && value === Number.MIN_SAFE_INTEGER),
+        )
+        .map(([key, value]) => [key, lean(value)]),
+    );
+  };
+  return lean(schema) as Record<string, unknown>;
+}
+
+/**
+ * Prepares a tool's listing. Its output schema is listed only with `structuredOutput`
+ * (GATEHOUSE_STRUCTURED_OUTPUT): listing one obliges every answer to carry a structured copy
+ * beside the text, which a model pays for twice (ADR 0014). Results are checked against the
+ * output schema either way.
+ */
+export function prepareTool(definition: ToolDefinition, structuredOutput = true): PreparedTool {
   const input =
     definition.access === 'write'
       ? definition.input.extend({ dry_run: DRY_RUN })
@@ -74,10 +118,10 @@ export function prepareTool(definition: ToolDefinition): PreparedTool {
     name: definition.name,
     title: definition.title,
     description: definition.description,
-    inputSchema: z.toJSONSchema(input, { io: 'input' }) as Tool['inputSchema'],
+    inputSchema: listedSchema(z.toJSONSchema(input, { io: 'input' })) as Tool['inputSchema'],
     annotations: { title: definition.title, ...definition.annotations },
   };
-  if (definition.output !== undefined) {
+  if (definition.output !== undefined && structuredOutput) {
     const output = z.toJSONSchema(definition.output, { io: 'output' });
     // A write tool also answers dry runs, whose structured result is the preview.
     listing.outputSchema =
@@ -145,8 +189,12 @@ export function findResource(
   return undefined;
 }
 
-export function prepareServer(definition: ServerDefinition): PreparedServer {
-  const tools = definition.tools.map(prepareTool);
+export function prepareServer(
+  definition: ServerDefinition,
+  options: { structuredOutput?: boolean } = {},
+): PreparedServer {
+  const structuredOutput = options.structuredOutput ?? false;
+  const tools = definition.tools.map((t) => prepareTool(t, structuredOutput));
   const resources = prepareResources(definition);
   const prompts = new Map((definition.prompts ?? []).map((p) => [p.name, p]));
   const hasCompletions =
@@ -161,6 +209,7 @@ export function prepareServer(definition: ServerDefinition): PreparedServer {
     resources,
     prompts,
     defaultScope: readScope(definition),
+    structuredOutput,
     capabilities: {
       tools: {},
       ...(resources.statics.size + resources.templates.length > 0 ? { resources: {} } : {}),

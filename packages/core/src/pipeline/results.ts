@@ -39,9 +39,9 @@ function isDryRunPreview(value: unknown): value is DryRunPreview {
 export function shapeToolResult(
   prepared: PreparedTool,
   result: Awaited<ReturnType<ToolDefinition['handler']>>,
-  options: { dryRun: boolean; budget: number; flags: Set<SanitizeFlag> },
+  options: { dryRun: boolean; budget: number; flags: Set<SanitizeFlag>; structured: boolean },
 ): ShapedResult {
-  const { dryRun, budget, flags } = options;
+  const { dryRun, budget, flags, structured: withStructured } = options;
   const tool = prepared.definition;
   const name = tool.name;
   if (isInputRequiredResult(result)) {
@@ -68,7 +68,7 @@ export function shapeToolResult(
         },
       ],
       // A tool with an output schema must return structured content; a dry run's is the preview.
-      ...(tool.output === undefined
+      ...(tool.output === undefined || !withStructured
         ? {}
         : { structuredContent: { dry_run: true, summary, would_send: body } }),
     });
@@ -109,7 +109,10 @@ export function shapeToolResult(
       structuredResult.text === undefined
         ? json
         : truncateText(sanitizeText(structuredResult.text, flags).text, budget, flags);
-    return ok({ content: [{ type: 'text', text }], structuredContent: structured });
+    return ok({
+      content: [{ type: 'text', text }],
+      ...(withStructured ? { structuredContent: structured } : {}),
+    });
   }
   return ok({ content: budgetContent(sanitizeDeep(result.content, flags), budget, flags) });
 }

@@ -26,6 +26,11 @@ export interface Runtime {
   readonly stateKey?: string;
   /** Rate, concurrency and in-flight limits; none when absent. */
   readonly limits?: Limits;
+  /**
+   * Answers carry structured content beside their text, and listings the output schemas
+   * (GATEHOUSE_STRUCTURED_OUTPUT; default false: the model reads one copy).
+   */
+  readonly structuredOutput?: boolean;
   /** Default size budget of a tool result or resource text, in bytes. */
   readonly maxOutputBytes?: number;
   /** Prometheus metrics of the pipeline; none when absent. */
