@@ -3,7 +3,7 @@
 import { createServer } from 'node:http';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import { createMcpHandler } from '@modelcontextprotocol/server';
-import { bareFactory } from './servers.mjs';
+import { bareFactory } from './bare.mjs';
 
 const handler = toNodeHandler(createMcpHandler(bareFactory()));
 const server = createServer((req, res) => void handler(req, res));

@@ -2,10 +2,13 @@
 // measured in the same run (ratios, not absolute times). Run with `npm run bench`.
 //   BENCH_CALLS (default 3000) calls per server and transport, BENCH_COLD (default 20) spawns.
 import { spawn } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connectInMemory, connectStdio, initializeRequest } from '@gatehouse/testkit';
+import { bundle } from '../scripts/bundle.mjs';
 import { BENCH_ENV, bareFactory, coreFactory } from './servers.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
@@ -104,12 +107,22 @@ report(
   ),
 );
 
-const cold = { bare: [], core: [] };
+// Cold start as the servers ship: their bins load a bundle (scripts/bundle.mjs), so the core's
+// server script is bundled the same way here; the unbundled one is measured beside it. The
+// baseline is a bare SDK server as its author would run it (bench/bare.mjs: SDK and zod only).
+const bundled = mkdtempSync(join(tmpdir(), 'bench-bundle-'));
+await bundle(scripts.core, bundled);
+const coldScripts = { ...scripts, bundled: join(bundled, 'core-stdio.js') };
+const cold = { bare: [], core: [], bundled: [] };
 for (let i = 0; i < COLD; i++) {
-  for (const name of i % 2 ? ['core', 'bare'] : ['bare', 'core'])
-    cold[name].push(await coldStart(scripts[name]));
+  for (const name of i % 2 ? ['bundled', 'core', 'bare'] : ['bare', 'core', 'bundled'])
+    cold[name].push(await coldStart(coldScripts[name]));
 }
-report('cold start: spawn → initialize answer', cold);
+report('cold start: spawn → initialize answer, bundled as the bins ship', {
+  bare: cold.bare,
+  core: cold.bundled,
+});
+report('cold start: spawn → initialize answer, unbundled', { bare: cold.bare, core: cold.core });
 
 console.table(rows);
 mkdirSync(here('./results'), { recursive: true });

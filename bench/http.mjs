@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connectHttp } from '@gatehouse/testkit';
-import { BIN_FLAGS, memoryOf } from './servers.mjs';
+import { binFlags, memoryOf } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -21,7 +21,7 @@ const KEY = 'bench-http-api-key-0123456789abcdef';
 
 /** Starts a server process; resolves with its URL (read from a line `pick` recognises). */
 function start(script, env, pick, stream) {
-  const child = spawn(process.execPath, [...BIN_FLAGS, here(script)], {
+  const child = spawn(process.execPath, [...binFlags('github'), here(script)], {
     env: { PATH: process.env.PATH, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -3,11 +3,11 @@
 // BENCH_LOAD_CALLS calls (default 100 000) with 16 in flight. RSS is sampled from /proc every
 // 50 ms: the peak (VmHWM), the steady level (median of the last third) and the growth (the last
 // tenth against the third before it: a leak shows as growth). Both run with the servers' bin
-// flags (BIN_FLAGS: the heap sizing of ADR 0014).
+// flags (binFlags: the heap sizing of ADR 0014).
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
-import { BENCH_ENV, BIN_FLAGS, memoryOf as memory } from './servers.mjs';
+import { BENCH_ENV, binFlags, memoryOf as memory } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const CALLS = Number(process.env.BENCH_LOAD_CALLS ?? 100_000);
@@ -15,7 +15,7 @@ const IN_FLIGHT = 16;
 const mb = (kb) => Math.round(kb / 1024);
 
 async function load(name, script) {
-  const connection = await connectStdio(process.execPath, [...BIN_FLAGS, here(script)], {
+  const connection = await connectStdio(process.execPath, [...binFlags('github'), here(script)], {
     env: BENCH_ENV,
     stderr: 'ignore',
   });

@@ -1,4 +1,4 @@
-// The two servers the benchmark compares: the same no-op tool on a bare SDK v2 McpServer and on
+// The two servers the benchmark compares: the same no-op tool on a bare SDK v2 McpServer (bare.mjs) and on
 // the Gatehouse core (policy, validation, sanitiser and audit included).
 import {
   READ_ONLY_ANNOTATIONS,
@@ -8,27 +8,11 @@ import {
   loadConfig,
 } from '@gatehouse/core';
 import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
-import { McpServer } from '@modelcontextprotocol/server';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';
 import * as z from 'zod';
 
-export function bareFactory() {
-  return () => {
-    const server = new McpServer({ name: 'bare', version: '1.0.0' });
-    server.registerTool(
-      'noop',
-      {
-        title: 'No-op',
-        description: 'Does nothing.',
-        inputSchema: z.strictObject({}),
-        annotations: READ_ONLY_ANNOTATIONS,
-      },
-      async () => ({ content: [{ type: 'text', text: 'ok' }] }),
-    );
-    return server;
-  };
-}
+export { bareFactory } from './bare.mjs';
 
 export const coreDefinition = defineServer({
   name: 'core',
@@ -194,7 +178,6 @@ export function binFlags(server) {
   ).split('\n', 1)[0];
   return (/^#!\S*env\s+-S\s+node\s*(.*)$/.exec(first)?.[1] ?? '').split(/\s+/).filter(Boolean);
 }
-export const BIN_FLAGS = binFlags('github');
 
 /** VmRSS and VmHWM (peak) of a process, in kB. */
 export function memoryOf(pid) {

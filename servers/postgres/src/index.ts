@@ -1,7 +1,8 @@
 #!/usr/bin/env -S node --liftoff-only --max-semi-space-size=8 --max-old-space-size=256
 // The heap flags on the first line size V8's heap for a server, not for a batch job: steady RSS
 // under load ~125 MB instead of ~280 MB, no cost to cold start or throughput (ADR 0014).
-// The bin: config → factory → transport (main.ts). Two start-up measures first (ADR 0007):
+// The bin: config → factory → transport (main.ts, from its bundle dist/bundle: one file instead
+// of hundreds of modules; scripts/bundle.mjs, ADR 0014). Two start-up measures first (ADR 0007):
 // Node's on-disk compile cache (a warm start skips compiling the SDK and zod again), and
 // `--liftoff-only` in the line above, which keeps V8 from re-compiling the SQL parser's huge
 // WebAssembly function with TurboFan — a transient of several hundred MB of memory.
@@ -11,4 +12,6 @@ import '@gatehouse/core/node-check';
 
 const { enableCompileCache } = await import('node:module');
 enableCompileCache();
-await import('./main.js');
+// A variable specifier: the bundle exists only after the build's bundling step.
+const entry = './bundle/main.js';
+await import(entry);
