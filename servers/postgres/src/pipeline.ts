@@ -43,6 +43,9 @@ export class ReadOnlyStatement implements Submittable {
   private readonly rows: CappedRows;
   private readonly discardLimit: number;
   private readonly sessionCheck: boolean;
+  private connection: Connection | undefined;
+  /** The fixed statements this round trip parses (prepared once it succeeds). */
+  private readonly parsed: string[] = [];
 
   constructor(
     settings: readonly string[],
@@ -98,10 +101,6 @@ export class ReadOnlyStatement implements Submittable {
     }
     this.connection = connection;
   }
-
-  private connection: Connection | undefined;
-  /** The fixed statements this round trip parses (prepared once it succeeds). */
-  private readonly parsed: string[] = [];
 
   handleRowDescription(message: { fields: FieldDef[] }): void {
     this.answered = true;
