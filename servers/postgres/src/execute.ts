@@ -103,7 +103,9 @@ export class CappedRows {
             ? null
             : this.cut(this.parsers[i]!(text));
     }
-    const size = Buffer.byteLength(JSON.stringify(row)) + 1;
+    // The row's JSON size (without serialising it), plus the comma before it in the rows array.
+    let size = 2 + Math.max(0, row.length - 1) + (this.rows.length > 0 ? 1 : 0);
+    for (const value of row) size += jsonBytes(value);
     if (this.bytes + size > this.caps.maxBytes) {
       this.truncatedBy = 'max_bytes';
       return false;
@@ -143,6 +145,27 @@ export class CappedRows {
       ...(this.truncatedBy === undefined ? {} : { truncatedBy: this.truncatedBy }),
       valuesCut: this.valuesCut,
     };
+  }
+}
+
+/** Printable ASCII that JSON writes as is (no quote, no backslash). */
+const PLAIN = /^[\x20\x21\x23-\x5b\x5d-\x7e]*$/;
+
+/**
+ * The bytes of `JSON.stringify(value)` in UTF-8, exactly, without writing it for the common
+ * cases (numbers, booleans, null, plain ASCII strings): the byte cap is checked for every row.
+ */
+export function jsonBytes(value: unknown): number {
+  if (value === null) return 4;
+  switch (typeof value) {
+    case 'string':
+      return PLAIN.test(value) ? value.length + 2 : Buffer.byteLength(JSON.stringify(value));
+    case 'number':
+      return Number.isFinite(value) ? String(value).length : 4;
+    case 'boolean':
+      return value ? 4 : 5;
+    default:
+      return Buffer.byteLength(JSON.stringify(value) ?? 'null');
   }
 }
 
