@@ -36,6 +36,8 @@ export type {
   RouteHandler,
 } from './http-fake.js';
 export { freePort, startRedis } from './redis.js';
+export { startTcpProxy } from './tcp-proxy.js';
+export type { TcpProxy } from './tcp-proxy.js';
 export type { TestRedis } from './redis.js';
 export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
 export type { ConformanceRun } from './repo-tools.js';

@@ -1,8 +1,7 @@
 import { loadConfig } from '@gatehouse/core';
 import { createLogger } from '@gatehouse/core/runtime';
-import { createServer, connect } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import pg from 'pg';
+import { startTcpProxy } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresDatabase } from '../src/client.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
@@ -364,57 +363,48 @@ describe('connections', () => {
 
 /**
  * A TCP proxy in front of PostgreSQL that reads the frontend's protocol messages: how many
- * Sync and Query messages (each one a round trip) and how many writes a call sent.
+ * Sync, Query and Bind messages (each Sync or Query ends a round trip) and how many writes a
+ * call sent.
  */
 async function countingProxy(target: string) {
   const url = new URL(target);
-  const [port, host] = [Number(url.port), url.hostname];
   const counts = { sync: 0, query: 0, writes: 0, bind: 0 };
-  const server = createServer((socket) => {
-    const upstream = connect(port, host);
-    let pending = Buffer.alloc(0);
-    let started = false;
-    socket.on('data', (chunk) => {
-      counts.writes++;
-      upstream.write(chunk);
-      pending = Buffer.concat([pending, chunk]);
-      for (;;) {
-        if (!started) {
-          // The startup message (and an SSL request) has no type byte.
-          if (pending.length < 4) break;
-          const length = pending.readInt32BE(0);
-          if (pending.length < length) break;
-          const code = pending.readInt32BE(4);
-          pending = pending.subarray(length);
-          if (code !== 80877103) started = true;
-          continue;
-        }
-        if (pending.length < 5) break;
-        const length = pending.readInt32BE(1);
-        if (pending.length < length + 1) break;
-        const type = String.fromCharCode(pending[0]!);
-        if (type === 'S') counts.sync++;
-        if (type === 'Q') counts.query++;
-        if (type === 'B') counts.bind++;
-        pending = pending.subarray(length + 1);
+  // One reader per proxied connection would be exact; the tests use a pool of one.
+  let pending = Buffer.alloc(0);
+  let started = false;
+  const read = (chunk: Buffer): void => {
+    counts.writes++;
+    pending = Buffer.concat([pending, chunk]);
+    for (;;) {
+      if (!started) {
+        // The startup message (and an SSL request) has no type byte.
+        if (pending.length < 8) break;
+        const length = pending.readInt32BE(0);
+        if (pending.length < length) break;
+        const code = pending.readInt32BE(4);
+        pending = pending.subarray(length);
+        if (code !== 80877103) started = true;
+        continue;
       }
-    });
-    upstream.on('data', (chunk) => socket.write(chunk));
-    const close = () => {
-      socket.destroy();
-      upstream.destroy();
-    };
-    socket.on('close', close).on('error', close);
-    upstream.on('close', close).on('error', close);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  url.hostname = '127.0.0.1';
-  url.port = String((server.address() as AddressInfo).port);
+      if (pending.length < 5) break;
+      const length = pending.readInt32BE(1);
+      if (pending.length < length + 1) break;
+      const type = String.fromCharCode(pending[0]!);
+      if (type === 'S') counts.sync++;
+      if (type === 'Q') counts.query++;
+      if (type === 'B') counts.bind++;
+      pending = pending.subarray(length + 1);
+    }
+  };
+  const proxy = await startTcpProxy(
+    { host: url.hostname, port: Number(url.port) },
+    { onClientData: read },
+  );
   return {
-    url: url.toString(),
+    url: proxy.urlFor(target),
     counts,
     reset: () => Object.assign(counts, { sync: 0, query: 0, writes: 0, bind: 0 }),
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
+    close: () => proxy.close(),
   };
 }
 

@@ -1,9 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { get } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { connect, createServer } from 'node:net';
-import type { Server, Socket } from 'node:net';
-import { connectHttp, connectStdio, runOnOldNode, spawnServer } from '@gatehouse/testkit';
+import {
+  connectHttp,
+  connectStdio,
+  runOnOldNode,
+  spawnServer,
+  startTcpProxy,
+} from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { companyDatabase, text } from './helpers.ts';
@@ -92,43 +96,9 @@ describe('over stdio', () => {
   });
 });
 
-/**
- * A TCP proxy in front of PostgreSQL: cutting it is a database outage or network cut. It keeps
- * its port while cut (new connections are closed at once, open ones dropped): were the port let
- * go, another test process could take it before the database comes back.
- */
-async function proxy(target: URL) {
-  const sockets = new Set<Socket>();
-  let down = false;
-  const server: Server = createServer((client) => {
-    if (down) {
-      client.destroy();
-      return;
-    }
-    const socket = connect(Number(target.port), target.hostname);
-    sockets.add(client).add(socket);
-    client.pipe(socket).pipe(client);
-    const drop = () => {
-      client.destroy();
-      socket.destroy();
-    };
-    client.on('error', drop).on('close', drop);
-    socket.on('error', drop).on('close', drop);
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as { port: number }).port;
-  return {
-    port,
-    async cut() {
-      down = true;
-      for (const s of sockets) s.destroy();
-      sockets.clear();
-    },
-    async restore() {
-      down = false;
-    },
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
+/** A TCP proxy in front of the test database: cutting it is a database outage or network cut. */
+function proxy(target: URL) {
+  return startTcpProxy({ host: target.hostname, port: Number(target.port) });
 }
 
 /** GET /readyz on a fresh connection (no keep-alive socket the server may just have closed). */
@@ -196,7 +166,7 @@ describe('over HTTP, with the database going away', () => {
       });
       expect(prompt.messages.length).toBeGreaterThan(1);
 
-      await tcp.cut();
+      tcp.cut();
       const down = await count();
       expect(down.isError).toBe(true);
       expect(text(down)).toBe(
@@ -209,7 +179,7 @@ describe('over HTTP, with the database going away', () => {
       expect(unready.status).toBe(503);
       expect(unready.body).toContain('PostgreSQL is unreachable');
 
-      await tcp.restore();
+      tcp.restore();
       const back = await eventually(
         () => readyz(server),
         (r) => r.status === 200,
@@ -231,7 +201,7 @@ describe('over HTTP, with the database going away', () => {
       expect(await server.stop()).toBe(0);
     } finally {
       await server.stop();
-      await tcp.cut();
+      tcp.cut();
       await tcp.close();
     }
   });
@@ -254,13 +224,13 @@ describe('over HTTP, with the database going away', () => {
           ),
         (r) => r.rowCount === 1,
       );
-      await tcp.cut();
+      tcp.cut();
       const cut = await slow;
       expect(cut.isError).toBe(true);
       expect(text(cut)).toBe(
         'PostgreSQL failed (503); this is not caused by your request. Try again later.',
       );
-      await tcp.restore();
+      tcp.restore();
       const next = await client.callTool({
         name: 'postgres_query',
         arguments: { sql: 'SELECT count(*)::int FROM orders' },
@@ -276,14 +246,14 @@ describe('over HTTP, with the database going away', () => {
 
   it('starts while the database is down, unready until it answers', async () => {
     const tcp = await proxy(new URL(company.url));
-    await tcp.cut();
+    tcp.cut();
     const server = await httpServerBehind(tcp.port);
     try {
       expect(
         server.logs.some((l) => /PostgreSQL is unreachable; starting unready/.test(l.msg ?? '')),
       ).toBe(true);
       expect((await readyz(server)).status).toBe(503);
-      await tcp.restore();
+      tcp.restore();
       expect(
         (
           await eventually(
@@ -301,7 +271,7 @@ describe('over HTTP, with the database going away', () => {
       await client.close();
     } finally {
       await server.stop();
-      await tcp.cut();
+      tcp.cut();
       await tcp.close();
     }
   });
