@@ -291,6 +291,9 @@ export async function runServer<S extends z.ZodObject>(
     ...(metrics === undefined ? {} : { metrics }),
   });
   const factory = createServerFactory(definition, runtime);
+  // Every tool's definition hash, of the listing clients are served: once, for the start record
+  // and the HTTP tool metadata.
+  const described = describeTools(definition, base.GATEHOUSE_STRUCTURED_OUTPUT);
   const ready = async (): Promise<ReadyResult> => {
     if (audit.failures.size > 0)
       return { ready: false, detail: 'the audit trail cannot be written' };
@@ -320,7 +323,7 @@ export async function runServer<S extends z.ZodObject>(
       onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
     });
   } else {
-    const hashes = new Map(describeTools(definition).map((t) => [t.name, t.definition_hash]));
+    const hashes = new Map(described.map((t) => [t.name, t.definition_hash]));
     const enabled = (tool: ToolDefinition): boolean =>
       runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow;
     try {
@@ -405,7 +408,7 @@ export async function runServer<S extends z.ZodObject>(
 
   const policy = runtime.policy;
   const effectiveConfig = redactConfig(options.schema, config);
-  const tools = describeTools(definition).map((t) => ({
+  const tools = described.map((t) => ({
     ...t,
     enabled: policy.toolVisible(
       definition.tools.find((d) => d.name === t.name)!,

@@ -102,6 +102,33 @@ describe('the audit trail of a real server process', () => {
     expect(result.out).toMatch(/signed, (\d+) signature\(s\) verified/);
   }, 60_000);
 
+  it.each([
+    ['default', {}] as const,
+    ['structured output', { GATEHOUSE_STRUCTURED_OUTPUT: 'true' }] as const,
+  ])(
+    'gives a tool the same definition hash in the start record and in its calls (%s)',
+    async (_name, extra) => {
+      const dir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-hash-'));
+      const file = join(dir, 'audit.jsonl');
+      const connection = await connectStdio(process.execPath, [demoServer], {
+        env: { GATEHOUSE_AUDIT_SINKS: 'file', GATEHOUSE_AUDIT_FILE: file, ...extra },
+      });
+      try {
+        await connection.client.callTool({ name: 'demo_stats', arguments: { values: [1, 2] } });
+      } finally {
+        await connection.close();
+      }
+      const trail = records(file);
+      const started = trail.find((r) => r.event.action === 'gatehouse/start')!;
+      const call = trail.find((r) => r.event.action === 'tools/call')!;
+      const listed = (
+        started.gatehouse.tools as Array<{ name: string; definition_hash: string }>
+      ).find((t) => t.name === 'demo_stats')!;
+      expect(call.tool.definition_hash).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect(listed.definition_hash).toBe(call.tool.definition_hash);
+    },
+  );
+
   it('closes the chain on a crash: stop record, closing checkpoint, exit 1', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-crash-'));
     const file = join(dir, 'audit.jsonl');

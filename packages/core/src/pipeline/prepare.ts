@@ -45,8 +45,6 @@ export interface PreparedServer {
   /** The scope of resources, templates and prompts that name none. */
   readonly defaultScope: string;
   readonly capabilities: ServerCapabilities;
-  /** Whether answers carry structured content (and listings their output schemas). */
-  readonly structuredOutput: boolean;
   readonly serverInfo: { name: string; version: string; title?: string };
 }
 
@@ -106,10 +104,10 @@ export function listedSchema(schema: Record<string, unknown>): Record<string, un
 /**
  * Prepares a tool's listing. Its output schema is listed only with `structuredOutput`
  * (GATEHOUSE_STRUCTURED_OUTPUT): listing one obliges every answer to carry a structured copy
- * beside the text, which a model pays for twice (ADR 0014). Results are checked against the
- * output schema either way.
+ * beside the text, which a model pays for twice (ADR 0014); the listing is then what decides
+ * whether an answer carries one. Results are checked against the output schema either way.
  */
-export function prepareTool(definition: ToolDefinition, structuredOutput = true): PreparedTool {
+export function prepareTool(definition: ToolDefinition, structuredOutput: boolean): PreparedTool {
   const input =
     definition.access === 'write'
       ? definition.input.extend({ dry_run: DRY_RUN })
@@ -135,14 +133,18 @@ export function prepareTool(definition: ToolDefinition, structuredOutput = true)
   return { definition, input, listing, hash: sha256Canonical(listing) };
 }
 
-/** Name, access class and definition hash of every tool (for the start record). */
+/**
+ * Name, access class and definition hash of every tool (for the start record): the hash of the
+ * listing as served, the one each call's record carries too.
+ */
 export function describeTools(
   definition: ServerDefinition,
+  structuredOutput: boolean,
 ): Array<{ name: string; access: 'read' | 'write'; definition_hash: string }> {
   return definition.tools.map((t) => ({
     name: t.name,
     access: t.access,
-    definition_hash: prepareTool(t).hash,
+    definition_hash: prepareTool(t, structuredOutput).hash,
   }));
 }
 
@@ -209,7 +211,6 @@ export function prepareServer(
     resources,
     prompts,
     defaultScope: readScope(definition),
-    structuredOutput,
     capabilities: {
       tools: {},
       ...(resources.statics.size + resources.templates.length > 0 ? { resources: {} } : {}),

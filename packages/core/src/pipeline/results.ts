@@ -39,10 +39,12 @@ function isDryRunPreview(value: unknown): value is DryRunPreview {
 export function shapeToolResult(
   prepared: PreparedTool,
   result: Awaited<ReturnType<ToolDefinition['handler']>>,
-  options: { dryRun: boolean; budget: number; flags: Set<SanitizeFlag>; structured: boolean },
+  options: { dryRun: boolean; budget: number; flags: Set<SanitizeFlag> },
 ): ShapedResult {
-  const { dryRun, budget, flags, structured: withStructured } = options;
+  const { dryRun, budget, flags } = options;
   const tool = prepared.definition;
+  // Structured content goes with a listed output schema (GATEHOUSE_STRUCTURED_OUTPUT), only.
+  const withStructured = prepared.listing.outputSchema !== undefined;
   const name = tool.name;
   if (isInputRequiredResult(result)) {
     return { reason: 'ok', result: sanitizeDeep(result, flags), project: false };
@@ -68,7 +70,7 @@ export function shapeToolResult(
         },
       ],
       // A tool with an output schema must return structured content; a dry run's is the preview.
-      ...(tool.output === undefined || !withStructured
+      ...(!withStructured
         ? {}
         : { structuredContent: { dry_run: true, summary, would_send: body } }),
     });

@@ -92,12 +92,7 @@ export function registerTools(connection: Connection, pageSize: number): void {
       );
       attempt.trace.stage('result');
       const budget = tool.maxOutputBytes ?? runtime.maxOutputBytes ?? Number.POSITIVE_INFINITY;
-      const shaped = shapeToolResult(prepared, result, {
-        dryRun,
-        budget,
-        flags,
-        structured: connection.prepared.structuredOutput,
-      });
+      const shaped = shapeToolResult(prepared, result, { dryRun, budget, flags });
       attempt.finish(shaped.reason, { target, decision, flags, result: shaped.result });
       return shaped.project
         ? server.projectCallToolResult(shaped.result, prepared.listing.outputSchema)
