@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connectHttp } from '@gatehouse/testkit';
-import { binFlags, memoryOf } from './servers.mjs';
+import { BENCH_ENV, binFlags, median, memoryOf } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
@@ -38,7 +38,6 @@ function start(script, env, pick, stream) {
 }
 
 const audit = mkdtempSync(join(tmpdir(), 'bench-http-'));
-mkdirSync(audit, { recursive: true });
 const core = await start(
   './core-stdio.mjs',
   {
@@ -55,8 +54,7 @@ const core = await start(
     ]),
     GATEHOUSE_AUDIT_SINKS: 'file',
     GATEHOUSE_AUDIT_FILE: join(audit, 'audit.jsonl'),
-    GATEHOUSE_RATE_READ_PER_MIN: '1000000',
-    GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL: '10000',
+    ...BENCH_ENV,
     GATEHOUSE_MAX_INFLIGHT: '10000',
     GATEHOUSE_LOG_LEVEL: 'info', // 'server started' carries the URL
   },
@@ -119,7 +117,6 @@ for (const clients of [1, 10, 50]) {
       );
     }
   }
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
   rows.push({
     clients,
     core_calls_per_s: Math.round(median(rates.core)),
@@ -131,12 +128,11 @@ for (const clients of [1, 10, 50]) {
 }
 clearInterval(sampler);
 const mb = (kb) => Math.round(kb / 1024);
-const steady = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const memory = Object.fromEntries(
   Object.entries({ core, bare }).map(([name, server]) => [
     name,
     {
-      steady_rss_mb: mb(steady(rss[name].slice(Math.floor(rss[name].length / 3)))),
+      steady_rss_mb: mb(median(rss[name].slice(Math.floor(rss[name].length / 3)))),
       peak_rss_mb: mb(memoryOf(server.child.pid).hwm),
       samples: rss[name].length,
     },

@@ -7,7 +7,7 @@
 import { writeFileSync, mkdirSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
-import { BENCH_ENV, binFlags, memoryOf as memory } from './servers.mjs';
+import { BENCH_ENV, binFlags, median, memoryOf as memory } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const CALLS = Number(process.env.BENCH_LOAD_CALLS ?? 100_000);
@@ -33,7 +33,6 @@ async function load(name, script) {
   clearInterval(sampler);
   const { hwm } = memory(connection.pid);
   await connection.close();
-  const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
   const n = samples.length;
   const steady = median(samples.slice(Math.floor((2 * n) / 3)));
   const late = median(samples.slice(Math.floor(0.9 * n)));

@@ -14,7 +14,7 @@ import { connectStdio } from '@gatehouse/testkit';
 import { startPostgres } from '@gatehouse/testkit/postgres';
 import pg from 'pg';
 import { seedCompany } from '../servers/postgres/demo/seed.mjs';
-import { BENCH_ENV, binFlags, median } from './servers.mjs';
+import { BENCH_ENV, binFlags, median, p99 } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
@@ -27,7 +27,6 @@ const REFERENCE = join(
   JSON.parse(readFileSync(referencePackage, 'utf8')).bin['mcp-server-postgres'],
 );
 
-const p99 = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)];
 const ms = (n) => `${n.toFixed(2)} ms`;
 const now = () => performance.now();
 

@@ -146,38 +146,36 @@ for (const row of results('http').rows) {
   });
 }
 
+/** Memory rows: ours and the baseline's, in MB, one per measure. */
+function memoryRows(label, core, bare, measures) {
+  for (const [what, key, target] of measures) {
+    rows.push({
+      what: `${label}: ${what}`,
+      ours: `${core[key]} MB`,
+      baseline: `${bare[key]} MB`,
+      ratio: bare[key] === 0 ? '' : (core[key] / bare[key]).toFixed(2),
+      n: core.samples,
+      spread: '',
+      target,
+    });
+  }
+}
+const steady = ['steady RSS', 'steady_rss_mb', '≤ 150 MB'];
+const peak = ['peak RSS', 'peak_rss_mb', '≤ 200 MB'];
 const memory = Object.fromEntries(results('memory').rows.map((r) => [r.server, r]));
-for (const [what, key, target] of [
-  ['steady RSS', 'steady_rss_mb', '≤ 150 MB'],
-  ['peak RSS', 'peak_rss_mb', '≤ 200 MB'],
-  ['RSS growth, last tenth vs the middle', 'growth_mb', 'nothing growing'],
-]) {
-  rows.push({
-    what: `memory over stdio, ${memory.core.calls} calls, 16 in flight: ${what} vs the bare SDK server`,
-    ours: `${memory.core[key]} MB`,
-    baseline: `${memory.bare[key]} MB`,
-    ratio: memory.bare[key] === 0 ? '' : (memory.core[key] / memory.bare[key]).toFixed(2),
-    n: memory.core.samples,
-    spread: '',
-    target,
-  });
-}
-
+memoryRows(
+  `memory over stdio, ${memory.core.calls} calls, 16 in flight, vs the bare SDK server`,
+  memory.core,
+  memory.bare,
+  [steady, peak, ['RSS growth, last tenth vs the middle', 'growth_mb', 'nothing growing']],
+);
 const httpMemory = results('http').memory;
-for (const [what, key, target] of [
-  ['steady RSS', 'steady_rss_mb', '≤ 150 MB'],
-  ['peak RSS', 'peak_rss_mb', '≤ 200 MB'],
-]) {
-  rows.push({
-    what: `memory over HTTP, the rounds above (1–50 clients): ${what} vs bare createMcpHandler`,
-    ours: `${httpMemory.core[key]} MB`,
-    baseline: `${httpMemory.bare[key]} MB`,
-    ratio: (httpMemory.core[key] / httpMemory.bare[key]).toFixed(2),
-    n: httpMemory.core.samples,
-    spread: '',
-    target,
-  });
-}
+memoryRows(
+  'memory over HTTP, the rounds above (1–50 clients), vs bare createMcpHandler',
+  httpMemory.core,
+  httpMemory.bare,
+  [steady, peak],
+);
 
 const header = ['what', 'ours', 'baseline', 'ratio', 'n', 'spread (ours)', 'target'];
 const cell = (s) => String(s).replace(/\|/g, '\\|');

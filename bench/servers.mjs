@@ -30,8 +30,9 @@ export const coreDefinition = defineServer({
   ],
 });
 
-/** The median of a list of samples. */
-export const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+/** The median of a list of samples (0 for none). */
+export const median = (values) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
 
 /** Limits high enough that a benchmark measures the pipeline, not the rate limiter's refusals. */
 export const BENCH_ENV = {

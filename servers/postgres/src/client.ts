@@ -248,6 +248,21 @@ SELECT 'view', n.nspname, c.relname, NULL, NULL, NULL, 'view', pg_catalog.pg_get
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind = 'v' AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))`;
 
+/** The span attributes of a database: system, host and port (never the credentials). */
+function spanAttributesOf(connectionUrl: string): Record<string, string | number> {
+  let url: URL | undefined;
+  try {
+    url = new URL(connectionUrl);
+  } catch {
+    url = undefined;
+  }
+  return {
+    'db.system.name': 'postgresql',
+    ...(url?.hostname ? { 'server.address': url.hostname } : {}),
+    ...(url?.port ? { 'server.port': Number(url.port) } : {}),
+  };
+}
+
 /** One statement for {@link PostgresDatabase.runStatement}. */
 export interface StatementPlan {
   readonly sql: string;
@@ -286,8 +301,10 @@ export class PostgresDatabase {
   private readonly reachedCache: LRUCache<string, Reached> | undefined;
   private maskCache: { columns: readonly MaskedColumn[]; at: number } | undefined;
   private readonly beginPrefix: string;
-  /** search_path for set_config: the allowed schemas, quoted where they need it. */
+  /** The allowed schemas as a set_config value, quoted where they need it. */
   private readonly searchPath: string;
+  /** Span attributes of this database: system, host and port (never the credentials). */
+  private readonly spanAttributes: Record<string, string | number>;
 
   private overrideListener: ((report: RoleReport) => void) | undefined;
 
@@ -329,11 +346,14 @@ export class PostgresDatabase {
         this.logger.debug({ err: error }, 'a PostgreSQL connection in use failed');
       });
     });
+    // Two spellings of the same list: SQL needs every name quoted (a schema may be called
+    // "user"), a set_config value is split by PostgreSQL itself and shows as written.
     const path = this.schemas.map((s) => pg.escapeIdentifier(s)).join(', ');
     this.searchPath = this.schemas
       .map((s) => (/^[a-z_][a-z0-9_]*$/.test(s) ? s : pg.escapeIdentifier(s)))
       .join(', ');
     this.beginPrefix = `BEGIN READ ONLY; SET LOCAL search_path = ${path}; SET LOCAL lock_timeout = ${config.POSTGRES_LOCK_TIMEOUT_MS}`;
+    this.spanAttributes = spanAttributesOf(config.POSTGRES_URL);
     this.reachedCache =
       config.POSTGRES_CATALOG_TTL_MS === 0
         ? undefined
@@ -454,22 +474,13 @@ export class PostgresDatabase {
     bounds: CallBounds,
     prepare: (client: PoolClient) => Promise<StatementPlan>,
   ): Promise<QueryOutput> {
-    return traceUpstream('postgresql transaction', this.spanAttributes(), async () => {
-      try {
-        await this.ensureVerified();
-      } catch (error) {
-        throw translateError(error, bounds.signal);
-      }
+    return traceUpstream('postgresql transaction', this.spanAttributes, async () => {
+      await this.verified(bounds);
       for (let attempt = 1; ; attempt++) {
         const client = await this.connect(bounds);
+        const abort = this.cancelOnAbort(client, bounds.signal);
         let spoiled: unknown;
         let answered = false;
-        const pid = (client as unknown as { processID?: number }).processID;
-        const onAbort = (): void => {
-          spoiled ??= bounds.signal.reason ?? new Error('aborted');
-          if (pid !== undefined) void this.cancelBackend(pid);
-        };
-        bounds.signal.addEventListener('abort', onAbort, { once: true });
         let rows: CappedRows;
         try {
           if (bounds.signal.aborted) throw bounds.signal.reason;
@@ -480,45 +491,79 @@ export class PostgresDatabase {
             plan.sql,
             plan.params,
             rows,
-            rows.caps.maxBytes,
             plan.sessionCheck ?? true,
           );
           client.query(statement);
           const outcome = await statement.done.finally(() => {
             answered = statement.answered;
           });
-          if ('dropped' in outcome) {
-            spoiled = new Error('a result past the byte cap was dropped unread');
-          } else if (outcome.dirty !== '') {
-            spoiled = new Error(`session left dirty: ${outcome.dirty}`);
-            this.logger.warn(
-              { dirty: outcome.dirty },
-              'a call left session state behind (a function doing more than it declares); the connection was destroyed',
-            );
-          }
+          spoiled =
+            'dropped' in outcome
+              ? new Error('a result past the byte cap was dropped unread')
+              : this.leftBehind(outcome.dirty);
         } catch (error) {
-          spoiled ??= error;
+          abort.stop();
+          client.release(true);
           // A pooled connection the server dropped (restart, failover, network cut) fails before
           // PostgreSQL answered anything: one fresh connection may try again.
-          const retry =
-            attempt === 1 && !answered && !bounds.signal.aborted && isUnavailable(error);
-          bounds.signal.removeEventListener('abort', onAbort);
-          client.release(true);
-          if (retry) continue;
+          if (attempt === 1 && !answered && !bounds.signal.aborted && isUnavailable(error))
+            continue;
           throw translateError(error, bounds.signal);
         }
-        bounds.signal.removeEventListener('abort', onAbort);
+        abort.stop();
         // release(true) destroys the connection: whatever state it was left in dies with it.
-        client.release(spoiled !== undefined);
+        client.release((spoiled ?? abort.reason()) !== undefined);
         return rows.output(await this.typeNamesOf(rows.fields.map((f) => f.dataTypeID)));
       }
     });
   }
 
+  /** The role check has passed (run now if it has not yet), or the call's error. */
+  private async verified(bounds: CallBounds): Promise<void> {
+    try {
+      await this.ensureVerified();
+    } catch (error) {
+      throw translateError(error, bounds.signal);
+    }
+  }
+
+  /** statement_timeout of a call: the setting, or less when the call's deadline is nearer. */
+  private statementTimeout(bounds: CallBounds): number {
+    const remaining = Math.floor(bounds.deadline - Date.now());
+    return Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
+  }
+
+  /**
+   * While the call runs, aborting it cancels the backend query through another connection.
+   * `reason` is the abort's reason once it fired (the connection must not be reused then).
+   */
+  private cancelOnAbort(client: PoolClient, signal: AbortSignal) {
+    let reason: unknown;
+    const pid = (client as unknown as { processID?: number }).processID;
+    const onAbort = (): void => {
+      reason = signal.reason ?? new Error('aborted');
+      if (pid !== undefined) void this.cancelBackend(pid);
+    };
+    signal.addEventListener('abort', onAbort, { once: true });
+    return {
+      reason: (): unknown => reason,
+      stop: (): void => signal.removeEventListener('abort', onAbort),
+    };
+  }
+
+  /** What the session check found, logged, as the reason not to reuse the connection. */
+  private leftBehind(dirty: string): Error | undefined {
+    if (dirty === '') return undefined;
+    this.logger.warn(
+      { dirty },
+      'a call left session state behind (a function doing more than it declares); the connection was destroyed',
+    );
+    return new Error(`session left dirty: ${dirty}`);
+  }
+
   /** This call's transaction settings: search_path, lock, statement and idle timeouts. */
   private settings(bounds: CallBounds): string[] {
-    const remaining = Math.floor(bounds.deadline - Date.now());
-    const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
+    const timeout = this.statementTimeout(bounds);
     return [
       this.searchPath,
       String(this.config.POSTGRES_LOCK_TIMEOUT_MS),
@@ -543,64 +588,34 @@ export class PostgresDatabase {
    */
   async transaction<T>(bounds: CallBounds, fn: (client: PoolClient) => Promise<T>): Promise<T> {
     // One CLIENT span per transaction when tracing is on: the database system and host, no SQL.
-    return traceUpstream('postgresql transaction', this.spanAttributes(), () =>
+    return traceUpstream('postgresql transaction', this.spanAttributes, () =>
       this.runTransaction(bounds, fn),
     );
-  }
-
-  /** The span attributes of this database: system, host and port (never the credentials). */
-  private spanAttributes(): Record<string, string | number> {
-    let url: URL | undefined;
-    try {
-      url = new URL(this.config.POSTGRES_URL);
-    } catch {
-      url = undefined;
-    }
-    return {
-      'db.system.name': 'postgresql',
-      ...(url?.hostname ? { 'server.address': url.hostname } : {}),
-      ...(url?.port ? { 'server.port': Number(url.port) } : {}),
-    };
   }
 
   private async runTransaction<T>(
     bounds: CallBounds,
     fn: (client: PoolClient) => Promise<T>,
   ): Promise<T> {
-    try {
-      await this.ensureVerified();
-    } catch (error) {
-      throw translateError(error, bounds.signal);
-    }
+    await this.verified(bounds);
     const client = await this.begin(bounds);
+    const abort = this.cancelOnAbort(client, bounds.signal);
     let spoiled: unknown;
-    const pid = (client as unknown as { processID?: number }).processID;
-    const onAbort = (): void => {
-      spoiled ??= bounds.signal.reason ?? new Error('aborted');
-      if (pid !== undefined) void this.cancelBackend(pid);
-    };
-    bounds.signal.addEventListener('abort', onAbort, { once: true });
     try {
       if (bounds.signal.aborted) throw bounds.signal.reason;
       return await fn(client);
     } catch (error) {
-      spoiled ??= error;
+      spoiled = error;
       throw translateError(error, bounds.signal);
     } finally {
-      bounds.signal.removeEventListener('abort', onAbort);
+      abort.stop();
+      spoiled ??= abort.reason();
       if (spoiled === undefined) {
         try {
           // Back to the pool only in a clean session state: what a function may have left
           // behind past ROLLBACK (a session advisory lock, a prepared statement, …) is found in
           // the same round trip, and the connection is destroyed instead.
-          const dirty = await this.rollbackAndCheck(client);
-          if (dirty !== '') {
-            spoiled = new Error(`session left dirty: ${dirty}`);
-            this.logger.warn(
-              { dirty },
-              'a call left session state behind (a function doing more than it declares); the connection was destroyed',
-            );
-          }
+          spoiled = this.leftBehind(await this.rollbackAndCheck(client));
         } catch (error) {
           spoiled = error;
         }
@@ -627,8 +642,7 @@ export class PostgresDatabase {
     for (let attempt = 1; ; attempt++) {
       const client = await this.connect(bounds);
       try {
-        const remaining = Math.floor(bounds.deadline - Date.now());
-        const timeout = Math.max(1, Math.min(this.config.POSTGRES_STATEMENT_TIMEOUT_MS, remaining));
+        const timeout = this.statementTimeout(bounds);
         await client.query(
           // The closing SELECT takes the transaction's snapshot: from then on PostgreSQL refuses
           // SET TRANSACTION READ WRITE ("must be set before any query"), which SET alone does not.

@@ -21,7 +21,7 @@ import type { CappedRows } from './execute.js';
  * applies per Execute (PostgreSQL ≥ 14 re-arms it for each), so the statement gets this call's
  * value. The Execute asks for at most cap + 1 rows (PortalSuspended, and ROLLBACK closes the
  * portal): a large result is never fetched whole. Rows past the byte cap are not parsed, and
- * when more than `discardLimit` bytes of them arrive the connection is dropped instead of read.
+ * when more than the byte cap of them arrives the connection is dropped instead of read.
  */
 export class ReadOnlyStatement implements Submittable {
   /** The session check's answer ('' when clean), or `dropped` when the connection was cut. */
@@ -41,7 +41,6 @@ export class ReadOnlyStatement implements Submittable {
   private readonly sql: string;
   private readonly params: readonly QueryParam[];
   private readonly rows: CappedRows;
-  private readonly discardLimit: number;
   private readonly sessionCheck: boolean;
   private connection: Connection | undefined;
   /** The fixed statements this round trip parses (prepared once it succeeds). */
@@ -52,7 +51,6 @@ export class ReadOnlyStatement implements Submittable {
     sql: string,
     params: readonly QueryParam[],
     rows: CappedRows,
-    discardLimit: number,
     sessionCheck: boolean,
   ) {
     this.sessionCheck = sessionCheck;
@@ -61,7 +59,6 @@ export class ReadOnlyStatement implements Submittable {
     this.sql = sql;
     this.params = params;
     this.rows = rows;
-    this.discardLimit = discardLimit;
     this.done = new Promise((resolve, reject) => {
       this.settle = resolve;
       this.fail = reject;
@@ -112,7 +109,7 @@ export class ReadOnlyStatement implements Submittable {
     if (this.step === Step.Statement) {
       if (this.rows.add(message.fields)) return;
       for (const value of message.fields) this.discarded += value?.length ?? 0;
-      if (this.discarded > this.discardLimit && !this.dropped) {
+      if (this.discarded > this.rows.caps.maxBytes && !this.dropped) {
         // Past the byte cap and still coming: stop reading instead of draining it.
         this.dropped = true;
         this.connection?.stream.destroy();

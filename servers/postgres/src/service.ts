@@ -72,16 +72,14 @@ export class SqlService {
     const analysis = await this.check(sql);
     const started = performance.now();
     const output = await this.db.runStatement(bounds, async (client) => {
-      const catalog = this.db.catalog(client);
-      const { touched, sessionSafe } = await checkCatalog(analysis, this.policy, catalog);
-      const all = await catalog.maskedColumns();
+      const verdict = await checkCatalog(analysis, this.policy, this.db.catalog(client));
       return {
         sql: analysis.statement,
         params,
-        sessionCheck: !sessionSafe,
+        sessionCheck: !verdict.sessionSafe,
         rows: new CappedRows(
           { maxRows, maxBytes: this.config.POSTGRES_MAX_BYTES },
-          { all, touched },
+          { all: verdict.masked, touched: verdict.touched },
         ),
       };
     });

@@ -346,18 +346,20 @@ export async function checkCatalog(
     reached.views.length === 0 &&
     reached.functions.every((fn) => fn.schema === 'pg_catalog' && !fn.volatile);
   const masked = await catalog.maskedColumns();
-  if (masked.length === 0) return { touched: [], sessionSafe };
+  if (masked.length === 0) return { masked, touched: [], sessionSafe };
   const touched = masked.filter((m) =>
     analysis.relations.some(
       (r) => r.name === m.table && (r.schema === undefined || r.schema === m.schema),
     ),
   );
   checkMasking(analysis, touched);
-  return { touched, sessionSafe };
+  return { masked, touched, sessionSafe };
 }
 
 /** What the catalog rules found of a statement they let through. */
 export interface CatalogVerdict {
+  /** Every masked column of the allowed schemas. */
+  readonly masked: readonly MaskedColumn[];
   /** The masked columns of the tables it touches. */
   readonly touched: readonly MaskedColumn[];
   /**
