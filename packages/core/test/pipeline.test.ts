@@ -1,5 +1,11 @@
 import { Writable } from 'node:stream';
-import { baseConfigSchema, loadConfig } from '@gatehouse/core';
+import {
+  READ_ONLY_ANNOTATIONS,
+  baseConfigSchema,
+  defineServer,
+  defineTool,
+  loadConfig,
+} from '@gatehouse/core';
 import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import type { ServerDefinition } from '@gatehouse/core';
 import type { AuditRecord } from '@gatehouse/audit';
@@ -83,11 +89,15 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       idempotentHint: true,
       openWorldHint: false,
     });
-    expect(echo.inputSchema).toMatchObject({
-      type: 'object',
-      additionalProperties: false,
-      required: ['text'],
+    expect(echo.inputSchema).toMatchObject({ type: 'object', required: ['text'] });
+    // `additionalProperties: false` is not listed: the server refuses an unknown argument by name.
+    expect(echo.inputSchema.additionalProperties).toBeUndefined();
+    const unknown = await client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'x', colour: 'red' },
     });
+    expect(unknown.isError).toBe(true);
+    expect(JSON.stringify(unknown.content)).toContain('colour');
     // JSON Schema 2020-12 is MCP's default dialect: no $schema in every listing.
     expect(JSON.stringify(tools)).not.toContain('$schema');
     // Output schemas are listed only with GATEHOUSE_STRUCTURED_OUTPUT (the next test).
@@ -441,6 +451,62 @@ describe('the listing leaves validation detail to the server', () => {
     expect(result.isError).toBe(true);
     expect(JSON.stringify(result.content)).toMatch(/text.*200/);
     expect(records.map((r) => r.event.reason)).toEqual(['invalid_params']);
+  });
+});
+
+describe('the listing drops schema keywords, never what a tool calls its arguments', () => {
+  it('keeps arguments named like keywords, data verbatim, and one description per argument', async () => {
+    const definition = defineServer({
+      name: 'keywords',
+      version: '1.0.0',
+      tools: [
+        defineTool({
+          name: 'kw_find',
+          title: 'Find',
+          description: 'Finds things by pattern.',
+          access: 'read',
+          annotations: READ_ONLY_ANNOTATIONS,
+          input: z.strictObject({
+            pattern: z.string().min(1).describe('A glob'),
+            minLength: z.number().int().optional().describe('Shortest match'),
+            description: z.string().optional().describe('Free text'),
+            options: z
+              .object({ pattern: z.string().max(5).describe('Inner glob') })
+              .default({ pattern: 'a*' })
+              .describe('More options'),
+            who: z.array(z.string().max(9).describe('A login')).optional().describe('People'),
+          }),
+          handler: async ({ pattern }) => pattern,
+        }),
+      ],
+    });
+    const { client } = await harness('legacy', {}, { definition });
+    const { tools } = await client.listTools();
+    const schema = tools[0]!.inputSchema as Record<string, any>;
+    expect(Object.keys(schema.properties)).toEqual([
+      'pattern',
+      'minLength',
+      'description',
+      'options',
+      'who',
+    ]);
+    expect(schema.required).toEqual(expect.arrayContaining(['pattern']));
+    expect(schema.properties.pattern).toEqual({ type: 'string', description: 'A glob' });
+    expect(schema.properties.description).toEqual({ type: 'string', description: 'Free text' });
+    // A nested object's own arguments keep their descriptions; its default is data, kept whole.
+    expect(schema.properties.options.properties.pattern).toEqual({
+      type: 'string',
+      description: 'Inner glob',
+    });
+    expect(schema.properties.options.default).toEqual({ pattern: 'a*' });
+    // Under a described argument, its items need no second description.
+    expect(schema.properties.who).toEqual({
+      type: 'array',
+      items: { type: 'string' },
+      description: 'People',
+    });
+    const result = await client.callTool({ name: 'kw_find', arguments: { pattern: 'x*' } });
+    expect(result.isError).toBeFalsy();
   });
 });
 

@@ -48,10 +48,7 @@ export interface PreparedServer {
   readonly serverInfo: { name: string; version: string; title?: string };
 }
 
-const DRY_RUN = z
-  .boolean()
-  .optional()
-  .describe('Preview: return exactly what would be sent, and send nothing.');
+const DRY_RUN = z.boolean().optional().describe('Preview what would be sent; send nothing.');
 
 /** The structured result of a dry run of a write tool that has an output schema. */
 const DRY_RUN_RESULT = z.object({
@@ -75,30 +72,45 @@ const SERVER_SIDE = new Set([
   'maxItems',
 ]);
 
+/** Keywords whose value is a map of names to schemas: the names are the tool's, not keywords. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
+/** Keywords whose value is data (or a list of names), copied as it is. */
+const DATA = new Set(['enum', 'const', 'default', 'examples', 'required']);
+
 /**
  * The input schema as the model reads it, in every conversation: what it needs to form a call —
- * types, enums, formats, numeric ranges, defaults, required, descriptions — without what only
- * checks one: `$schema` (2020-12 is MCP's default dialect), regex patterns (zod writes 330 bytes
- * for an ISO date), string and array lengths, and the ±2^53 bounds zod puts on every integer. The
+ * types, enums, formats, numeric ranges, defaults, required, one description per argument —
+ * without what only checks one: `$schema` (2020-12 is MCP's default dialect), `additionalProperties:
+ * false` (an unknown argument is refused by name), regex patterns (zod
+ * writes 330 bytes for an ISO date), string and array lengths, the ±2^53 bounds zod puts on every
+ * integer, and descriptions nested under an argument's own (its items, its alternatives). The
  * server validates every call with the full zod schema, so nothing it relies on is lost; a call
- * that breaks a rule gets an error naming it.
+ * that breaks a rule gets an error naming it. Only schema keywords are dropped: an argument
+ * called `pattern` or `minLength`, or a default value with such a key, stays.
  */
 export function listedSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  const lean = (node: unknown): unknown => {
-    if (Array.isArray(node)) return node.map(lean);
+  const lean = (node: unknown, described: boolean): unknown => {
+    if (Array.isArray(node)) return node.map((item) => lean(item, described));
     if (node === null || typeof node !== 'object') return node;
-    return Object.fromEntries(
-      Object.entries(node as Record<string, unknown>)
-        .filter(
-          ([key, value]) =>
-            !SERVER_SIDE.has(key) &&
-            !(key === 'maximum' && value === Number.MAX_SAFE_INTEGER) &&
-            !(key === 'minimum' && value === Number.MIN_SAFE_INTEGER),
-        )
-        .map(([key, value]) => [key, lean(value)]),
-    );
+    const own = node as Record<string, unknown>;
+    const inner = described || typeof own.description === 'string';
+    const out: Record<string, unknown> = {};
+    for (const [key, value] of Object.entries(own)) {
+      if (SERVER_SIDE.has(key)) continue;
+      if (key === 'maximum' && value === Number.MAX_SAFE_INTEGER) continue;
+      if (key === 'minimum' && value === Number.MIN_SAFE_INTEGER) continue;
+      if (key === 'description' && described) continue;
+      if (key === 'additionalProperties' && value === false) continue;
+      if (DATA.has(key)) out[key] = value;
+      else if (SCHEMA_MAPS.has(key) && value !== null && typeof value === 'object')
+        out[key] = Object.fromEntries(
+          Object.entries(value).map(([name, sub]) => [name, lean(sub, false)]),
+        );
+      else out[key] = lean(value, inner);
+    }
+    return out;
   };
-  return lean(schema) as Record<string, unknown>;
+  return lean(schema, false) as Record<string, unknown>;
 }
 
 /**

@@ -12,7 +12,7 @@ export function addCommentTool(deps: GitHubDeps) {
     name: 'github_add_comment',
     title: 'Comment on an issue',
     description:
-      'Add a Markdown comment to an issue (or pull request). Repeating the same comment within the dedupe window returns the first one instead of posting twice.',
+      'Add a Markdown comment to an issue (or pull request). A repeat within the dedupe window returns the first one.',
     access: 'write',
     toolset: 'comments',
     annotations: {

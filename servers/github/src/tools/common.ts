@@ -4,7 +4,7 @@ import type { CallBounds } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { inScope, safeMarkdown } from '../deps.js';
 import type { GitHubIssue, IssueField, IssueView } from '../format.js';
-import { IssueFieldSchema, projectIssue, repoOf } from '../format.js';
+import { ISSUE_FIELDS, IssueFieldSchema, projectIssue, repoOf } from '../format.js';
 import { parseRepo } from '../scope.js';
 
 /** Reads of third-party content on GitHub: read-only, open world. */
@@ -19,7 +19,7 @@ export const RepoArg = z
   .string()
   .min(3)
   .max(140)
-  .describe('Repository as owner/repo (one of the repositories this server allows).');
+  .describe('Repository (owner/repo) this server allows.');
 
 export const LoginArg = z
   .string()
@@ -33,7 +33,7 @@ export function fieldsArg(defaults: readonly IssueField[]) {
     .max(20)
     .optional()
     .describe(
-      `Fields to return per issue (default: ${defaults.join(', ')}). Ask only for what you need; body is the largest.`,
+      `Fields to return${defaults.length === ISSUE_FIELDS.length ? ' (default all)' : ` per issue (default: ${defaults.join(', ')})`}; body is the largest.`,
     );
 }
 
@@ -42,7 +42,7 @@ export const CursorArg = z
   .string()
   .max(400)
   .optional()
-  .describe('next_cursor of the previous page, to continue; omit for the first page.');
+  .describe('next_cursor of the previous page; omit for the first.');
 
 /**
  * Projects issues for the model: only those in allowed repositories (whatever GitHub

@@ -26,7 +26,7 @@ export function createIssueTool(deps: GitHubDeps) {
     name: 'github_create_issue',
     title: 'Create an issue',
     description:
-      "Open a new issue in an allowed repository. With template, the repository's issue template or form is applied: its title prefix, labels and assignees are added, and a form's required sections must be filled in the body (see the repository's issue-templates resource). Repeating the same create within the dedupe window returns the first issue instead of opening a second one.",
+      "Open an issue in an allowed repository. template applies the repository's issue template or form (title prefix, labels, assignees; a form's required sections must be filled in the body: see the issue-templates resource). A repeat within the dedupe window returns the first issue.",
     access: 'write',
     toolset: 'issues',
     annotations: {
@@ -44,7 +44,7 @@ export function createIssueTool(deps: GitHubDeps) {
         .array(z.string().min(1).max(50))
         .max(20)
         .optional()
-        .describe('Labels to set (existing labels of the repository).'),
+        .describe('Existing labels of the repository.'),
       assignees: z.array(LoginArg).max(10).optional().describe('GitHub logins to assign.'),
       milestone: z.number().int().positive().optional().describe('Milestone number.'),
       template: z

@@ -13,7 +13,7 @@ export function updateIssueTool(deps: GitHubDeps) {
     name: 'github_update_issue',
     title: 'Update an issue',
     description:
-      'Change an issue: title, body, state (close with a reason, or reopen), labels (replace, or add/remove some), assignees, milestone. Only the fields given change. Closing as a duplicate: state closed, state_reason duplicate.',
+      'Change an issue; only the fields given change. To close as a duplicate: state closed, state_reason duplicate.',
     access: 'write',
     toolset: 'issues',
     annotations: {
