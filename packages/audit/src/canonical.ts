@@ -14,8 +14,11 @@ export function canonicalJson(value: unknown): string {
   return JSON.stringify(sorted(value)) ?? 'null';
 }
 
-/** `value` with every object's keys in sorted order; objects already in order are not copied. */
-function sorted(value: unknown): unknown {
+/**
+ * `value` with every object's keys in sorted order, so that `JSON.stringify` of it is its
+ * canonical JSON; objects already in order are not copied (the audit records are built in order).
+ */
+export function sorted(value: unknown): unknown {
   if (typeof value !== 'object' || value === null) return value;
   if (Array.isArray(value)) {
     let copy: unknown[] | undefined;

@@ -1,35 +1,16 @@
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
-import { canonicalJson, sha256 } from './canonical.js';
+import { canonicalJson, sha256, sorted } from './canonical.js';
 import type { AuditRecord } from './record.js';
 
-/**
- * A record in canonical JSON, cut around its `audit` member: everything before it, everything
- * after it, and the integrity fields without `hash`. The hash covers the record with that audit
- * member; the line is the record with the hash added to it.
- */
-function cut(record: AuditRecord) {
+/** The record without `audit.hash`, every object in canonical key order (a fresh top level). */
+function unsealed(record: AuditRecord): Record<string, unknown> {
   const { hash: _hash, ...integrity } = record.audit;
-  const members = record as unknown as Record<string, unknown>;
-  let head = '{';
-  let tail = '';
-  let afterAudit = false;
-  for (const key of Object.keys(members).sort()) {
-    if (key === 'audit') {
-      afterAudit = true;
-      continue;
-    }
-    const value = members[key];
-    if (value === undefined) continue;
-    const member = `${JSON.stringify(key)}:${canonicalJson(value)}`;
-    if (afterAudit) tail += `,${member}`;
-    else head += head.length === 1 ? member : `,${member}`;
-  }
-  return { head: `${head}${head.length === 1 ? '' : ','}"audit":`, tail: `${tail}}`, integrity };
+  return sorted({ ...record, audit: integrity }) as Record<string, unknown>;
 }
 
-const hashOf = (record: AuditRecord, { head, tail, integrity }: ReturnType<typeof cut>) =>
-  sha256(`${record.audit.prev_hash ?? ''}\n${head}${canonicalJson(integrity)}${tail}`);
+const hashOf = (prevHash: string | null, canonical: string) =>
+  sha256(`${prevHash ?? ''}\n${canonical}`);
 
 /**
  * The hash of a record: SHA-256 over its `prev_hash` (empty for the first record of a chain), a
@@ -37,17 +18,30 @@ const hashOf = (record: AuditRecord, { head, tail, integrity }: ReturnType<typeo
  * the order of records, or removing one breaks the chain at that point.
  */
 export function recordHash(record: AuditRecord): string {
-  return hashOf(record, cut(record));
+  return hashOf(record.audit.prev_hash, JSON.stringify(unsealed(record)));
 }
 
 /**
- * The record's hash and its JSON line from one serialisation of its members; the line is
- * canonical JSON itself, so a verifier that re-serialises gets the same bytes.
+ * The record's hash and its JSON line from ONE serialisation: the record is put in canonical
+ * order (records the core builds already are, so nothing nested is copied), V8's
+ * `JSON.stringify` writes the hashed text, and the line is that text with `"hash":"…"` put where
+ * canonical order puts it among the `audit` members — canonical JSON itself, so a verifier that
+ * re-serialises gets the same bytes.
  */
 export function sealRecord(record: AuditRecord): { hash: string; line: string } {
-  const parts = cut(record);
-  const hash = hashOf(record, parts);
-  return { hash, line: `${parts.head}${canonicalJson({ ...parts.integrity, hash })}${parts.tail}` };
+  const body = unsealed(record);
+  const text = JSON.stringify(body);
+  const hash = hashOf(record.audit.prev_hash, text);
+  // Where the hash goes: after the members that sort before `audit` (`@timestamp`, `args`),
+  // `"audit":{`, and the `checkpoint` member (the only integrity member sorting before `hash`).
+  const before: Record<string, unknown> = {};
+  for (const key of Object.keys(body)) if (key < 'audit') before[key] = body[key];
+  const head = JSON.stringify(before);
+  let at = (head.length === 2 ? 1 : head.length) + '"audit":{'.length;
+  const { checkpoint } = body.audit as { checkpoint?: unknown };
+  if (checkpoint !== undefined) at += `"checkpoint":${JSON.stringify(checkpoint)},`.length;
+  // `prev_hash` (null or a hash) always follows, hence the comma.
+  return { hash, line: `${text.slice(0, at)}"hash":"${hash}",${text.slice(at)}` };
 }
 
 /** The bytes a checkpoint signature covers. */

@@ -47,6 +47,8 @@ export class AuditLog {
   #resumed: ChainPosition | undefined;
   #sinceCheckpoint = 0;
   #closed = false;
+  readonly #pending: Array<() => AuditEntry | undefined> = [];
+  #flushQueued = false;
   readonly #failures = new Map<string, Error>();
 
   constructor(options: AuditLogOptions) {
@@ -70,16 +72,66 @@ export class AuditLog {
     return { seq: this.#seq - 1, hash: this.#prevHash };
   }
 
-  /** Appends one record; returns it with its integrity fields. */
+  /** Appends one record (after any deferred ones); returns it with its integrity fields. */
   append(entry: AuditEntry): AuditRecord {
     if (this.#closed) throw new Error('the audit log is closed');
+    this.flush();
+    return this.#append(entry);
+  }
+
+  /**
+   * Queues a record to be built and written once the current answer has gone out: at the end of
+   * this event-loop turn, or sooner when anything else is written (`append`, `checkpoint`,
+   * `close`) or `flush` is called — so records keep the order they were queued in, and a stop
+   * record or a crash record is never written before them. `build` returning undefined writes
+   * nothing (it reports its own failure).
+   */
+  defer(build: () => AuditEntry | undefined): void {
+    if (this.#closed) throw new Error('the audit log is closed');
+    this.#pending.push(build);
+    if (!this.#flushQueued) {
+      this.#flushQueued = true;
+      setImmediate(this.#flushLater);
+    }
+  }
+
+  /** Writes every deferred record now. */
+  flush(): void {
+    while (this.#pending.length > 0) {
+      const build = this.#pending.shift()!;
+      let entry: AuditEntry | undefined;
+      try {
+        entry = build();
+      } catch {
+        continue; // `build` reports its own failures; one must not stop the records after it
+      }
+      if (entry !== undefined) this.#append(entry);
+    }
+  }
+
+  /** Deferred records waiting for the end of the turn. */
+  get pending(): number {
+    return this.#pending.length;
+  }
+
+  readonly #flushLater = (): void => {
+    this.#flushQueued = false;
+    if (!this.#closed) this.flush();
+  };
+
+  #append(entry: AuditEntry): AuditRecord {
     const record = this.#write(entry);
-    if (++this.#sinceCheckpoint >= this.#every) this.checkpoint();
+    if (++this.#sinceCheckpoint >= this.#every) this.#checkpoint();
     return record;
   }
 
   /** Writes a checkpoint covering everything written so far (no-op when nothing is new). */
   checkpoint(): AuditRecord | undefined {
+    this.flush();
+    return this.#checkpoint();
+  }
+
+  #checkpoint(): AuditRecord | undefined {
     if (this.#sinceCheckpoint === 0 || this.#prevHash === null) return undefined;
     const time = this.#now().toISOString();
     const covers = { seq: this.#seq - 1, hash: this.#prevHash };
@@ -115,7 +167,7 @@ export class AuditLog {
   /** Writes the closing checkpoint and closes the sinks. */
   close(): void {
     if (this.#closed) return;
-    this.checkpoint();
+    this.checkpoint(); // after the deferred records
     this.#closed = true;
     for (const sink of this.#sinks) {
       try {
@@ -127,27 +179,28 @@ export class AuditLog {
   }
 
   #write(entry: AuditEntry, checkpoint?: AuditRecord['audit']['checkpoint']): AuditRecord {
+    // The integrity members in canonical key order (the top level is put in order when sealed).
     const record = {
       ...entry,
       service: entry.service ?? this.#service,
       host: this.#host,
       process: this.#process,
       audit: {
-        schema_version: AUDIT_SCHEMA_VERSION,
-        stream: this.stream,
-        seq: this.#seq,
+        ...(checkpoint ? { checkpoint } : {}),
+        hash: '',
         prev_hash: this.#prevHash,
         ...(this.#resumed
           ? {
               resumed: {
-                seq: this.#resumed.seq,
-                hash: this.#resumed.hash,
                 ...(this.#resumed.damagedTail ? { damaged_tail: true } : {}),
+                hash: this.#resumed.hash,
+                seq: this.#resumed.seq,
               },
             }
           : {}),
-        ...(checkpoint ? { checkpoint } : {}),
-        hash: '',
+        schema_version: AUDIT_SCHEMA_VERSION,
+        seq: this.#seq,
+        stream: this.stream,
       },
     } as AuditRecord;
     const sealed = sealRecord(record);

@@ -43,6 +43,45 @@ describe('a clean log', () => {
     }
   });
 
+  it('puts the hash in its canonical place whatever precedes the audit member', () => {
+    // The line is the hashed text with the hash inserted: members before `audit` that look like
+    // it, none at all, undefined ones, keys out of order, a resumed chain and a checkpoint.
+    const lines: string[] = [];
+    const log = new AuditLog({
+      sinks: [{ name: 'memory', write: (line) => lines.push(line), close: () => undefined }],
+      service: SERVICE,
+      resume: { seq: 41, hash: `sha256:${'e'.repeat(64)}`, damagedTail: true },
+      checkpointEvery: 2,
+    });
+    const tricky = {
+      ...callEntry(1),
+      args: {
+        shape: { audit: { prev_hash: 'string', hash: 'string' }, '"audit":{': 'string' },
+        sha256: `sha256:${'b'.repeat(64)}`,
+        redacted: { z: undefined, audit: '"audit":{"prev_hash":null}', at: new Date(0) },
+      },
+      AAA: undefined,
+      '!first': { b: 1, a: 2 },
+    } as unknown as Parameters<typeof log.append>[0];
+    const { '@timestamp': _dropped, ...bare } = callEntry(2);
+    log.append(tricky);
+    log.append(bare as Parameters<typeof log.append>[0]); // followed by a checkpoint
+    log.append({ ...callEntry(3), args: { shape: {}, sha256: `sha256:${'c'.repeat(64)}` } });
+    expect(lines).toHaveLength(4);
+    for (const line of lines) {
+      const record = JSON.parse(line) as Parameters<typeof recordHash>[0];
+      expect(`${canonicalJson(record)}\n`).toBe(line);
+      expect(recordHash(record)).toBe(record.audit.hash);
+    }
+    const [first, , checkpoint] = lines.map((l) => JSON.parse(l) as Record<string, any>);
+    expect(first!.audit.resumed).toEqual({
+      seq: 41,
+      hash: `sha256:${'e'.repeat(64)}`,
+      damaged_tail: true,
+    });
+    expect(checkpoint!.audit.checkpoint.covers.seq).toBe(43);
+  });
+
   it('verifies as intact, with every record schema-valid', async () => {
     const { privatePem, publicPem } = keyPair();
     const path = writeLog({ calls: 25, signerPem: privatePem });
@@ -309,5 +348,62 @@ describe('rotation and restart', () => {
     expect(end.damagedTail).toBe(true);
     expect(end.seq).toBe(30 - 1);
     expect(existsSync(path)).toBe(true);
+  });
+});
+
+describe('deferred records', () => {
+  const memoryLog = (checkpointEvery = 1000) => {
+    const lines: Array<Record<string, any>> = [];
+    const log = new AuditLog({
+      sinks: [
+        {
+          name: 'memory',
+          write: (line) => lines.push(JSON.parse(line) as Record<string, any>),
+          close: () => undefined,
+        },
+      ],
+      service: SERVICE,
+      checkpointEvery,
+    });
+    return { log, lines, ids: () => lines.map((l) => l.mcp?.request_id ?? l.event.action) };
+  };
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it('are written at the end of the turn, in the order they were queued', async () => {
+    const { log, ids } = memoryLog();
+    log.defer(() => callEntry(1));
+    log.defer(() => callEntry(2));
+    expect(ids()).toEqual([]);
+    expect(log.pending).toBe(2);
+    await nextTurn();
+    expect(ids()).toEqual([1, 2]);
+    expect(log.pending).toBe(0);
+  });
+
+  it('go before anything written after them: a record, a checkpoint, the close', async () => {
+    const { log, lines, ids } = memoryLog(3);
+    log.defer(() => callEntry(1));
+    log.append(callEntry(2));
+    log.defer(() => callEntry(3));
+    log.defer(() => callEntry(4)); // the third record: a checkpoint follows it
+    log.defer(() => callEntry(5));
+    log.close();
+    expect(ids()).toEqual([1, 2, 3, 'audit/checkpoint', 4, 5, 'audit/checkpoint']);
+    expect(lines.map((l) => l.audit.seq)).toEqual([0, 1, 2, 3, 4, 5, 6]);
+    expect(() => log.defer(() => callEntry(6))).toThrow('the audit log is closed');
+    await nextTurn();
+    expect(lines).toHaveLength(7);
+  });
+
+  it('skip a record whose builder fails or gives nothing, and keep the rest', async () => {
+    const { log, ids } = memoryLog();
+    log.defer(() => callEntry(1));
+    log.defer(() => {
+      throw new Error('bug');
+    });
+    log.defer(() => undefined);
+    log.defer(() => callEntry(4));
+    await nextTurn();
+    expect(ids()).toEqual([1, 4]);
   });
 });

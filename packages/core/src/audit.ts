@@ -14,6 +14,11 @@ import { scrubSecrets } from './secrets.js';
 /** Where the pipeline writes records: an `AuditLog`, or anything with the same two members. */
 export interface AuditWriter {
   append(entry: AuditEntry): unknown;
+  /**
+   * Writes a record once the current answer has gone out (end of the event-loop turn, or before
+   * anything else is written). Writers without it get every record through `append`.
+   */
+  defer?(build: () => AuditEntry | undefined): void;
   /** Sinks whose last write failed (empty when healthy). */
   readonly failures: ReadonlyMap<string, Error>;
 }

@@ -251,6 +251,12 @@ export const baseConfigShape = {
     .describe(
       'When an audit sink cannot be written: refuse write tools (default), refuse every tool, or continue.',
     ),
+  GATEHOUSE_AUDIT_READ_RECORDS: z
+    .enum(['after_answer', 'before_answer'])
+    .default('after_answer')
+    .describe(
+      'When the record of a read (read tool, resource, prompt) is written: right after its answer is sent (default), or before it. Write tools are always recorded before their answer.',
+    ),
   GATEHOUSE_PRINCIPAL: z
     .string()
     .regex(/^[\w.@:-]{1,128}$/, 'expected 1-128 characters of letters, digits and . _ @ : -')

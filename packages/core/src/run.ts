@@ -73,6 +73,8 @@ export function createRuntime(
     inflight?: InflightTracker;
     limiterStore?: SharedLimiterStore;
     metrics?: PipelineMetrics;
+    /** Set by runServer: records of reads may follow their answer (GATEHOUSE_AUDIT_READ_RECORDS). */
+    readsAfterAnswer?: boolean;
   },
 ): Runtime {
   const operator = localPrincipal(config.GATEHOUSE_PRINCIPAL ?? `local:${userInfo().username}`);
@@ -82,6 +84,10 @@ export function createRuntime(
     policy: createToolPolicy(config),
     audit: options.audit,
     auditFailureMode: config.GATEHOUSE_AUDIT_ON_FAILURE,
+    // Only where an answer leaves the process (the bins: stdio, HTTP) is there anything to gain;
+    // a server embedded in memory records every call before answering.
+    auditReadsAfterAnswer:
+      options.readsAfterAnswer === true && config.GATEHOUSE_AUDIT_READ_RECORDS === 'after_answer',
     transport,
     toolTimeoutMs: config.GATEHOUSE_TOOL_TIMEOUT_MS,
     principal: (ctx): Principal =>
@@ -287,6 +293,7 @@ export async function runServer<S extends z.ZodObject>(
   const runtime = createRuntime(base, log, {
     audit,
     inflight,
+    readsAfterAnswer: true,
     ...(limiterStore === undefined ? {} : { limiterStore }),
     ...(metrics === undefined ? {} : { metrics }),
   });
@@ -319,6 +326,9 @@ export async function runServer<S extends z.ZodObject>(
     stdio = serveStdio(factory, {
       transport: new LineTransport(process.stdin, process.stdout, {
         onRefused: (problem) => log.info({ problem }, 'refused a malformed message'),
+        // A pipe write is synchronous on Linux: the answer is with the client, so the records
+        // of reads deferred until after it are written now, not at the end of the turn.
+        onSent: () => audit.flush(),
       }),
       onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
     });
@@ -488,6 +498,8 @@ export async function runServer<S extends z.ZodObject>(
       void shutdown('stdin closed').then((code) => process.exit(code));
     });
   }
+  // Records of reads answered in this turn are written even when the process ends in it.
+  process.on('exit', () => audit.flush());
   process.on('uncaughtException', (error) => {
     log.fatal({ err: error }, 'uncaught exception');
     // Close the chain on the way down: every record so far is on disk, and the end is signed.

@@ -14,6 +14,8 @@ export interface LineTransportOptions {
   maxLineBytes?: number;
   /** Told about every message refused at the front door (for the log; never the message). */
   onRefused?: (problem: string) => void;
+  /** Called right after each message is handed to stdout (the audit writes deferred records). */
+  onSent?: () => void;
 }
 
 /**
@@ -33,6 +35,7 @@ export class LineTransport implements Transport {
   readonly #stdout: Writable;
   readonly #maxLineBytes: number;
   readonly #onRefused: ((problem: string) => void) | undefined;
+  readonly #onSent: (() => void) | undefined;
   #line: Buffer[] = [];
   #lineBytes = 0;
   /** Set while the rest of an oversized line is skipped: its first bytes. */
@@ -49,6 +52,7 @@ export class LineTransport implements Transport {
     this.#stdout = stdout;
     this.#maxLineBytes = options.maxLineBytes ?? MAX_LINE_BYTES;
     this.#onRefused = options.onRefused;
+    this.#onSent = options.onSent;
   }
 
   readonly #ondata = (chunk: Buffer): void => {
@@ -150,7 +154,9 @@ export class LineTransport implements Transport {
         resolve();
       };
       this.#stdout.once('error', onError);
-      if (this.#stdout.write(`${JSON.stringify(message)}\n`)) {
+      const written = this.#stdout.write(`${JSON.stringify(message)}\n`);
+      this.#onSent?.();
+      if (written) {
         this.#stdout.off('error', onError);
         resolve();
       } else {

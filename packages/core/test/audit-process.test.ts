@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { fileURLToPath } from 'node:url';
-import { main as auditCli } from '@gatehouse/audit';
+import { main as auditCli, sha256Canonical } from '@gatehouse/audit';
+import type { Client } from '@modelcontextprotocol/client';
 import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -151,6 +152,50 @@ describe('the audit trail of a real server process', () => {
     expect(trail[2]!.gatehouse).toEqual({ reason: 'crash', error: 'Error' });
     expect((await verify(file)).code).toBe(0);
   });
+
+  it.each(['stdio', 'http'] as const)(
+    'has a record for every read answered in the turn the process crashed in (%s)',
+    async (transport) => {
+      // Records of reads are written right after their answers (GATEHOUSE_AUDIT_READ_RECORDS
+      // default): here the crash comes at the end of the turn that answered them, before the
+      // deferred write — the crash handler writes them first.
+      const dir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-turn-'));
+      const file = join(dir, 'audit.jsonl');
+      const env = { GATEHOUSE_AUDIT_SINKS: 'file', GATEHOUSE_AUDIT_FILE: file };
+      let connection: { client: Client; close(): Promise<void> };
+      if (transport === 'http') {
+        const server = await spawnServer(process.execPath, [demoServer], {
+          env: { ...env, GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0' },
+        });
+        connection = await connectHttp(server.url!);
+      } else {
+        connection = await connectStdio(process.execPath, [demoServer], { env });
+      }
+      const { client } = connection;
+      const answered: string[] = [];
+      const texts = Array.from({ length: 20 }, (_, i) => `t${i}`);
+      await Promise.allSettled([
+        ...texts.map(async (text) => {
+          await client.callTool({ name: 'demo_echo', arguments: { text } });
+          answered.push(sha256Canonical({ text }));
+        }),
+        client.callTool({ name: 'demo_crash', arguments: { when: 'this_turn' } }),
+      ]);
+      await expect
+        .poll(() => records(file).at(-1)?.event.action, { timeout: 5_000 })
+        .toBe('audit/checkpoint');
+      await connection.close().catch(() => undefined);
+      const trail = records(file);
+      const recorded = new Set(
+        trail.filter((r) => r.tool?.name === 'demo_echo').map((r) => r.args.sha256 as string),
+      );
+      expect(answered.length).toBeGreaterThan(0);
+      expect(answered.filter((hash) => !recorded.has(hash))).toEqual([]);
+      // The deferred records come before the crash's stop record, and the chain verifies.
+      expect(trail.at(-2)!.event.action).toBe('gatehouse/stop');
+      expect((await verify(file)).code).toBe(0);
+    },
+  );
 
   it('refuses write tools when the audit pipe closes, says why, and reports not ready', async () => {
     const server = await spawnServer(process.execPath, [demoServer], {

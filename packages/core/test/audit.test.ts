@@ -85,6 +85,95 @@ describe('the audit record of a call', () => {
   });
 });
 
+describe('the record as built', () => {
+  it('is in canonical key order at every level, so the writer serialises it without copying', async () => {
+    const entries: unknown[] = [];
+    class Capturing extends AuditLog {
+      override append(entry: Parameters<AuditLog['append']>[0]) {
+        entries.push(entry);
+        return super.append(entry);
+      }
+    }
+    const audit = new Capturing({ sinks: [], service: { name: 'demo', version: '1.0.0' } });
+    const config = loadConfig(baseConfigSchema, { GATEHOUSE_ENABLE_WRITES: 'true' });
+    const logger = createLogger({ destination: new Writable({ write: (_c, _e, done) => done() }) });
+    const factory = createServerFactory(
+      createDemoServer(),
+      createRuntime(config, logger, { audit }),
+    );
+    const connection = await connectInMemory(factory);
+    open.push(connection);
+    const { client } = connection;
+    await client.callTool({ name: 'demo_echo', arguments: { text: 'hi' } });
+    await client.callTool({ name: 'demo_post', arguments: { message: 'ship it' } }); // redacted args
+    await client.callTool({ name: 'demo_leak', arguments: {} }); // sanitizer flags
+    await client.callTool({ name: 'demo_echo', arguments: { text: 1 } }); // invalid params
+    for (const kind of ['crash', 'upstream503', 'upstream429'])
+      await client.callTool({ name: 'demo_fail', arguments: { kind } }); // error, upstream
+    await client.readResource({ uri: 'demo://boards/general' }); // target
+    expect(entries.length).toBeGreaterThanOrEqual(8);
+    const outOfOrder: string[] = [];
+    const walk = (value: unknown, path: string): void => {
+      if (typeof value !== 'object' || value === null) return;
+      if (Array.isArray(value)) return value.forEach((v, i) => walk(v, `${path}[${i}]`));
+      const keys = Object.keys(value);
+      if (keys.join() !== [...keys].sort().join()) outOfOrder.push(`${path}: ${keys.join(', ')}`);
+      for (const key of keys) {
+        // What the caller sent keeps the caller's order (canonical JSON sorts it when written).
+        if (!`${path}.${key}`.match(/^\.args\.(shape|redacted)$/))
+          walk((value as Record<string, unknown>)[key], `${path}.${key}`);
+      }
+    };
+    for (const entry of entries) walk(entry, '');
+    expect(outOfOrder).toEqual([]);
+  });
+});
+
+describe('when the record is written', () => {
+  async function answeredWith(
+    env: Record<string, string>,
+    name: string,
+    args: Record<string, unknown>,
+  ) {
+    const records: AuditRecord[] = [];
+    const audit = new AuditLog({
+      sinks: [flakySink(records)],
+      service: { name: 'd', version: '1' },
+    });
+    const config = loadConfig(baseConfigSchema, { GATEHOUSE_ENABLE_WRITES: 'true', ...env });
+    const logger = createLogger({ destination: new Writable({ write: (_c, _e, done) => done() }) });
+    const runtime = createRuntime(config, logger, { audit, readsAfterAnswer: true });
+    const connection = await connectInMemory(createServerFactory(createDemoServer(), runtime));
+    open.push(connection);
+    await connection.client.callTool({ name, arguments: args });
+    const atAnswer = records.length;
+    await new Promise((resolve) => setImmediate(resolve));
+    return { atAnswer, afterTurn: records.length };
+  }
+
+  it('reads: right after the answer by default, in the same event-loop turn', async () => {
+    expect(await answeredWith({}, 'demo_echo', { text: 'hi' })).toEqual({
+      atAnswer: 0,
+      afterTurn: 1,
+    });
+    expect(await answeredWith({}, 'demo_echo', { text: 3 })).toEqual({ atAnswer: 0, afterTurn: 1 });
+  });
+
+  it('reads with GATEHOUSE_AUDIT_READ_RECORDS=before_answer, and writes always: before it', async () => {
+    const before = { GATEHOUSE_AUDIT_READ_RECORDS: 'before_answer' };
+    expect(await answeredWith(before, 'demo_echo', { text: 'hi' })).toEqual({
+      atAnswer: 1,
+      afterTurn: 1,
+    });
+    for (const env of [{}, before]) {
+      expect(await answeredWith(env, 'demo_post', { message: 'ship it' })).toEqual({
+        atAnswer: 1,
+        afterTurn: 1,
+      });
+    }
+  });
+});
+
 describe('when the audit trail cannot be written', () => {
   it('refuses write tools by default, says why, and keeps serving reads', async () => {
     const { client, records, sink, probe, audit } = await setup();

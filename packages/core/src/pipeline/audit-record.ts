@@ -51,12 +51,7 @@ export interface RecordOutcome {
  * What the audit keeps of a result: its size, item count and hash, never its content. The hash
  * is over the JSON the core built (deterministic for a result), not a canonical form: cheaper.
  */
-function summarize(result: unknown): {
-  bytes: number;
-  items: number;
-  sha256: string;
-  input_required?: boolean;
-} {
+function summarize(result: unknown, truncated: boolean): NonNullable<AuditEntry['result']> {
   const r = result as {
     content?: unknown[];
     contents?: unknown[];
@@ -66,9 +61,10 @@ function summarize(result: unknown): {
   const json = JSON.stringify(result);
   return {
     bytes: Buffer.byteLength(json),
+    ...(r.resultType === 'input_required' ? { input_required: true } : {}),
     items: (r.content ?? r.contents ?? r.messages ?? []).length,
     sha256: sha256(json),
-    ...(r.resultType === 'input_required' ? { input_required: true } : {}),
+    ...(truncated ? { truncated: true } : {}),
   };
 }
 
@@ -82,8 +78,8 @@ function clientOf(info: RecordCaller['clientInfo']): Pick<AuditEntry, 'client'> 
   };
 }
 
-function errorOf(err: unknown): Pick<AuditEntry, 'error' | 'upstream'> {
-  if (err === undefined) return {};
+function errorOf(err: unknown): Pick<AuditEntry, 'error' | 'upstream'> | undefined {
+  if (err === undefined) return undefined;
   const message =
     err instanceof UpstreamError
       ? err.toolMessage()
@@ -92,28 +88,37 @@ function errorOf(err: unknown): Pick<AuditEntry, 'error' | 'upstream'> {
         : JSON.stringify(err);
   return {
     error: {
-      type: err instanceof Error ? err.name : typeof err,
       message: auditMessage(sanitizeText(message).text),
+      type: err instanceof Error ? err.name : typeof err,
     },
     ...(err instanceof UpstreamError
       ? {
           upstream: {
-            status: err.status,
             ...(err.requestId === undefined ? {} : { request_id: err.requestId }),
             ...(err.retryAfterSeconds === undefined
               ? {}
               : { retry_after_s: err.retryAfterSeconds }),
+            status: err.status,
           },
         }
       : {}),
   };
 }
 
+/** When the attempt ended (the record may be built a little later, after the answer). */
+export interface RecordEnd {
+  readonly ns: bigint;
+  readonly ms: number;
+}
+
+export const endNow = (): RecordEnd => ({ ns: process.hrtime.bigint(), ms: Date.now() });
+
 export function buildAuditRecord(
   subject: RecordSubject,
   caller: RecordCaller,
   reason: OutcomeReason,
   outcome: RecordOutcome,
+  end: RecordEnd = endNow(),
 ): AuditEntry {
   const tool = subject.tool;
   const types: AuditEntry['event']['type'] = [
@@ -122,68 +127,46 @@ export function buildAuditRecord(
   if (reason === 'denied' || reason === 'audit_unavailable') types.push('denied');
   else if (reason !== 'ok') types.push('error');
   const { principal } = caller;
+  // Members in canonical (sorted) key order at every level: the audit writer then serialises
+  // the record without copying anything (canonicalJson copies only objects out of order).
+  const err = errorOf(outcome.error);
   return {
-    '@timestamp': new Date().toISOString(),
-    event: {
-      id: subject.eventId,
-      kind: 'event',
-      category: ['api'],
-      type: types,
-      action: subject.action,
-      outcome: reason === 'ok' ? 'success' : 'failure',
-      reason,
-      start: subject.startedAt,
-      duration: Number(process.hrtime.bigint() - subject.startedNs),
-    },
-    user: { id: principal.id },
-    auth: {
-      method: principal.authMethod,
-      ...(principal.credentialId === undefined ? {} : { credential_id: principal.credentialId }),
-    },
-    ...clientOf(caller.clientInfo),
-    ...(typeof caller.sourceIp === 'string' ? { source: { ip: caller.sourceIp } } : {}),
-    ...(caller.userAgent
-      ? { user_agent: { original: auditMessage(caller.userAgent).slice(0, 512) } }
-      : {}),
-    mcp: {
-      request_id: caller.requestId,
-      ...(caller.protocolVersion === undefined ? {} : { protocol_version: caller.protocolVersion }),
-      era: caller.era,
-      transport: caller.transport,
-      name: sanitizeText(subject.name).text.slice(0, 512),
-    },
-    ...(tool === undefined
-      ? {}
-      : {
-          tool: {
-            name: tool.definition.name,
-            definition_hash: tool.hash,
-            access: tool.definition.access,
-            read_only: tool.definition.annotations.readOnlyHint,
-          },
-        }),
-    ...(outcome.target === undefined
-      ? {}
-      : { target: { resource: sanitizeText(outcome.target).text } }),
+    '@timestamp': new Date(end.ms).toISOString(),
     ...(subject.args === undefined
       ? {}
       : {
           args: {
-            shape: argsShape(subject.args),
-            sha256: sha256Canonical(subject.args),
             ...(tool?.definition.auditArgs === 'redacted'
               ? { redacted: redactArgs(subject.args) }
               : {}),
+            sha256: sha256Canonical(subject.args),
+            shape: argsShape(subject.args),
           },
         }),
-    ...(outcome.result === undefined
-      ? {}
-      : {
-          result: {
-            ...summarize(outcome.result),
-            ...(outcome.flags?.has('truncated') ? { truncated: true } : {}),
-          },
-        }),
+    auth: {
+      ...(principal.credentialId === undefined ? {} : { credential_id: principal.credentialId }),
+      method: principal.authMethod,
+    },
+    ...clientOf(caller.clientInfo),
+    ...(err === undefined ? {} : { error: err.error }),
+    event: {
+      action: subject.action,
+      category: ['api'],
+      duration: Number(end.ns - subject.startedNs),
+      id: subject.eventId,
+      kind: 'event',
+      outcome: reason === 'ok' ? 'success' : 'failure',
+      reason,
+      start: subject.startedAt,
+      type: types,
+    },
+    mcp: {
+      era: caller.era,
+      name: sanitizeText(subject.name).text.slice(0, 512),
+      ...(caller.protocolVersion === undefined ? {} : { protocol_version: caller.protocolVersion }),
+      request_id: caller.requestId,
+      transport: caller.transport,
+    },
     ...(outcome.decision === undefined
       ? {}
       : {
@@ -192,9 +175,30 @@ export function buildAuditRecord(
             rule: outcome.decision.rule,
           },
         }),
+    ...(outcome.result === undefined
+      ? {}
+      : { result: summarize(outcome.result, outcome.flags?.has('truncated') === true) }),
     ...(outcome.flags && outcome.flags.size > 0
       ? { sanitizer: { flags: [...outcome.flags].sort() } }
       : {}),
-    ...errorOf(outcome.error),
+    ...(typeof caller.sourceIp === 'string' ? { source: { ip: caller.sourceIp } } : {}),
+    ...(outcome.target === undefined
+      ? {}
+      : { target: { resource: sanitizeText(outcome.target).text } }),
+    ...(tool === undefined
+      ? {}
+      : {
+          tool: {
+            access: tool.definition.access,
+            definition_hash: tool.hash,
+            name: tool.definition.name,
+            read_only: tool.definition.annotations.readOnlyHint,
+          },
+        }),
+    ...(err?.upstream === undefined ? {} : { upstream: err.upstream }),
+    user: { id: principal.id },
+    ...(caller.userAgent
+      ? { user_agent: { original: auditMessage(caller.userAgent).slice(0, 512) } }
+      : {}),
   };
 }

@@ -17,7 +17,7 @@ import type { Decision } from '../policy.js';
 import type { Principal } from '../principal.js';
 import { frameUntrusted } from '../sanitize.js';
 import { RequestTrace } from '../tracing.js';
-import { buildAuditRecord } from './audit-record.js';
+import { buildAuditRecord, endNow } from './audit-record.js';
 import type { Action, RecordCaller, RecordOutcome, RecordSubject } from './audit-record.js';
 import { classifyFailure } from './failures.js';
 import type { Failure } from './failures.js';
@@ -172,15 +172,33 @@ export class Attempt implements RecordSubject {
     return failure;
   }
 
-  /** Writes the attempt's audit record. A failing sink is logged; the sinks track it. */
+  /**
+   * Writes the attempt's audit record: before the answer for a write tool, right after it for a
+   * read when the runtime says so (ADR 0014). A failing sink is logged; the sinks track it.
+   */
   finish(reason: OutcomeReason, outcome: RecordOutcome = {}): void {
-    const { audit, logger, metrics } = this.connection.runtime;
+    const { audit, logger, metrics, auditReadsAfterAnswer } = this.connection.runtime;
     this.trace.stage('audit');
     const caller = this.connection.caller(this.sctx);
-    try {
-      audit.append(buildAuditRecord(this, caller, reason, outcome));
-    } catch (writeError) {
+    const end = endNow();
+    const build = () => buildAuditRecord(this, caller, reason, outcome, end);
+    const failed = (writeError: unknown) =>
       logger.error({ err: writeError, eventId: this.eventId }, 'audit trail failed');
+    try {
+      if (auditReadsAfterAnswer && audit.defer && this.tool?.definition.access !== 'write') {
+        audit.defer(() => {
+          try {
+            return build();
+          } catch (error) {
+            failed(error);
+            return undefined;
+          }
+        });
+      } else {
+        audit.append(build());
+      }
+    } catch (writeError) {
+      failed(writeError);
     }
     this.trace.end(reason, reason !== 'ok', caller.protocolVersion);
     if (metrics !== undefined) {

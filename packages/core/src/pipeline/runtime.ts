@@ -13,6 +13,11 @@ export interface Runtime {
   readonly audit: AuditWriter;
   /** What happens to calls while the audit trail cannot be written (default refuse_writes). */
   readonly auditFailureMode?: AuditFailureMode;
+  /**
+   * Records of reads are written right after the answer is sent (GATEHOUSE_AUDIT_READ_RECORDS;
+   * writes always before their answer). Default false: every record before its answer.
+   */
+  readonly auditReadsAfterAnswer?: boolean;
   readonly transport: 'stdio' | 'http' | 'memory';
   /** Default tool deadline in milliseconds. */
   readonly toolTimeoutMs: number;
