@@ -310,6 +310,19 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
     expect(records.map((r) => r.event.reason)).toEqual(['ok', 'internal_error']);
   });
 
+  it('holds what is sent to the budget: the text alone by default, the structured copy when on', async () => {
+    const args = { values: [1, 2], detail: 5_000 };
+    const budget = { GATEHOUSE_MAX_OUTPUT_BYTES: '1024' };
+    const off = await harness(era, budget);
+    const alone = await off.client.callTool({ name: 'demo_stats', arguments: args });
+    expect(alone.isError).toBeFalsy();
+    expect(text(alone)).toBe('2 values, sum 3');
+    const on = await harness(era, { ...budget, GATEHOUSE_STRUCTURED_OUTPUT: 'true' });
+    const both = await on.client.callTool({ name: 'demo_stats', arguments: args });
+    expect(both.isError).toBe(true);
+    expect(text(both)).toMatch(/over its 1024-byte budget/);
+  });
+
   it('returns structured content that matches the output schema, and refuses one that does not', async () => {
     const { client, records } = await harness(era, { GATEHOUSE_STRUCTURED_OUTPUT: 'true' });
     const good = await client.callTool({ name: 'demo_stats', arguments: { values: [1, 2, 3] } });

@@ -176,6 +176,22 @@ describe('row values in the text form', () => {
       ['![x](https://evil.example/p.png?d=1)', 'a ```` b'],
     ]);
   });
+
+  it('escape what could fake a row or a column: newlines, returns, bars, backslashes', async () => {
+    const h = await server();
+    const result = await h.client.callTool({
+      name: 'postgres_query',
+      arguments: {
+        sql: String.raw`SELECT E'one\nfake | row\r\\n' AS v, 42 AS n, NULL AS z, '{"a":"|"}'::jsonb AS j UNION ALL SELECT 'plain', 7, 'x', '[]'`,
+      },
+    });
+    const lines = text(result).split('\n');
+    const header = lines.findIndex((l) => l.startsWith('v (text)'));
+    expect(lines.slice(header + 1, header + 3)).toEqual([
+      String.raw`one\nfake \| row\r\\n | 42 | NULL | {"a":"\|"}`,
+      'plain | 7 | x | []',
+    ]);
+  });
 });
 
 describe('schema allow-list (layer 5)', () => {

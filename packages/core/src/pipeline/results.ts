@@ -95,6 +95,17 @@ export function shapeToolResult(
         `structured result of ${name} does not match its output schema: ${z.prettifyError(checked.error)}`,
       );
     }
+    if (!withStructured && structuredResult.text !== undefined) {
+      // The model gets the text alone: only what is sent is sanitised and held to the budget.
+      return ok({
+        content: [
+          {
+            type: 'text',
+            text: truncateText(sanitizeText(structuredResult.text, flags).text, budget, flags),
+          },
+        ],
+      });
+    }
     const structured = sanitizeDeep(structuredResult.structured as Record<string, unknown>, flags);
     const json = JSON.stringify(structured);
     if (Buffer.byteLength(json) > budget) {

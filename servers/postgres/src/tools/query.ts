@@ -28,14 +28,15 @@ export const QueryOutputSchema = z.object({
   duration_ms: z.number(),
 });
 
+const CELL_SPECIAL = /[\\\n\r|]/;
+const CELL_ESCAPES: Record<string, string> = { '\\': '\\\\', '\n': '\\n', '\r': '\\r', '|': '\\|' };
+
+/** One value in a table row: backslash, newline, return and the column bar escaped. */
 function cell(value: unknown): string {
   if (value === null || value === undefined) return 'NULL';
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return text
-    .replace(/\\/g, '\\\\')
-    .replace(/\n/g, '\\n')
-    .replace(/\r/g, '\\r')
-    .replace(/\|/g, '\\|');
+  // Most values need no escape: one test instead of four replacements each.
+  return CELL_SPECIAL.test(text) ? text.replace(/[\\\n\r|]/g, (c) => CELL_ESCAPES[c]!) : text;
 }
 
 /**
