@@ -1,34 +1,13 @@
 // The two servers the benchmark compares: the same no-op tool on a bare SDK v2 McpServer (bare.mjs) and on
 // the Gatehouse core (policy, validation, sanitiser and audit included).
-import {
-  READ_ONLY_ANNOTATIONS,
-  baseConfigSchema,
-  defineServer,
-  defineTool,
-  loadConfig,
-} from '@gatehouse/core';
+import { baseConfigSchema, loadConfig } from '@gatehouse/core';
 import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';
-import * as z from 'zod';
+import { coreDefinition } from './core-definition.mjs';
 
 export { bareFactory } from './bare.mjs';
-
-export const coreDefinition = defineServer({
-  name: 'core',
-  version: '1.0.0',
-  tools: [
-    defineTool({
-      name: 'noop',
-      title: 'No-op',
-      description: 'Does nothing.',
-      access: 'read',
-      annotations: READ_ONLY_ANNOTATIONS,
-      input: z.strictObject({}),
-      handler: async () => 'ok',
-    }),
-  ],
-});
+export { coreDefinition };
 
 /** The median of a list of samples (0 for none). */
 export const median = (values) =>
