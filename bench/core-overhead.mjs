@@ -15,7 +15,11 @@ const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const COLD = Number(process.env.BENCH_COLD ?? 20);
 const ROUNDS = 10;
 const here = (f) => fileURLToPath(new URL(f, import.meta.url));
-const scripts = { bare: here('./bare-stdio.mjs'), core: here('./core-stdio.mjs') };
+const scripts = {
+  bare: here('./bare-stdio.mjs'),
+  core: here('./core-stdio.mjs'),
+  sdk1: here('./sdk1-stdio.mjs'),
+};
 
 const quantile = (values, q) => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -32,12 +36,16 @@ async function timeCalls(client, n, into) {
 }
 
 /** Interleaves the two servers in rounds so drift (GC, CPU frequency) hits both alike. */
-async function compareCalls(connect) {
-  const connections = { bare: await connect('bare'), core: await connect('core') };
-  const samples = { bare: [], core: [] };
-  for (const name of ['bare', 'core']) await timeCalls(connections[name].client, 200, []); // warm-up
+async function compareCalls(connect, names = ['bare', 'core']) {
+  const connections = {};
+  const samples = {};
+  for (const name of names) {
+    connections[name] = await connect(name);
+    samples[name] = [];
+    await timeCalls(connections[name].client, 200, []); // warm-up
+  }
   for (let r = 0; r < ROUNDS; r++) {
-    for (const name of r % 2 ? ['core', 'bare'] : ['bare', 'core']) {
+    for (const name of r % 2 ? [...names].reverse() : names) {
       await timeCalls(connections[name].client, CALLS / ROUNDS, samples[name]);
     }
   }
@@ -62,7 +70,8 @@ function coldStart(script) {
 }
 
 const rows = [];
-function report(label, samples) {
+/** `samples.core` against `samples.bare`; `what` names a floor row (another pair than those). */
+function report(label, samples, what) {
   const bare = quantile(samples.bare, 0.5);
   const core = quantile(samples.core, 0.5);
   const row = {
@@ -73,6 +82,7 @@ function report(label, samples) {
     core_p99_ms: +quantile(samples.core, 0.99).toFixed(4),
     'ratio core/bare (median)': +(core / bare).toFixed(3),
     samples: samples.core.length,
+    ...(what === undefined ? {} : { what }),
   };
   rows.push(row);
   console.log(
@@ -107,15 +117,29 @@ report(
   ),
 );
 
+// The floor under the reference comparisons: SDK v2's own stdio round trip against SDK 1.0.1's,
+// the SDK server-postgres 0.6.2 is built on (sdk1-stdio.mjs), the same no-op, no Gatehouse code.
+const sdks = await compareCalls(
+  (name) => connectStdio(process.execPath, [scripts[name]], { era: 'legacy', stderr: 'ignore' }),
+  ['sdk1', 'bare'],
+);
+report(
+  'tools/call no-op, stdio child process (floor)',
+  { bare: sdks.sdk1, core: sdks.bare },
+  'floor under the Postgres reference rows: tools/call no-op over stdio, bare SDK v2 vs SDK 1.0.1',
+);
+
 // Cold start as the servers ship: their bins load a bundle (scripts/bundle.mjs), so the core's
 // server script is bundled the same way here; the unbundled one is measured beside it. The
 // baseline is a bare SDK server as its author would run it (bench/bare.mjs: SDK and zod only).
 const bundled = mkdtempSync(join(tmpdir(), 'bench-bundle-'));
 await bundle(scripts.core, bundled);
 const coldScripts = { ...scripts, bundled: join(bundled, 'core-stdio.js') };
-const cold = { bare: [], core: [], bundled: [] };
+const cold = { bare: [], core: [], bundled: [], sdk1: [] };
 for (let i = 0; i < COLD; i++) {
-  for (const name of i % 2 ? ['bundled', 'core', 'bare'] : ['bare', 'core', 'bundled'])
+  for (const name of i % 2
+    ? ['sdk1', 'bundled', 'core', 'bare']
+    : ['bare', 'core', 'bundled', 'sdk1'])
     cold[name].push(await coldStart(coldScripts[name]));
 }
 report('cold start: spawn → initialize answer, bundled as the bins ship', {
@@ -123,6 +147,11 @@ report('cold start: spawn → initialize answer, bundled as the bins ship', {
   core: cold.bundled,
 });
 report('cold start: spawn → initialize answer, unbundled', { bare: cold.bare, core: cold.core });
+report(
+  'cold start (floor)',
+  { bare: cold.sdk1, core: cold.bare },
+  'floor under the Postgres reference rows: cold start to the initialize answer, bare SDK v2 vs SDK 1.0.1',
+);
 
 console.table(rows);
 mkdirSync(here('./results'), { recursive: true });
