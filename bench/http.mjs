@@ -3,7 +3,8 @@
 // tool, each in its own process. For 1, 10 and 50 concurrent clients (real SDK clients, one HTTP
 // request per call), rounds alternate between the two so drift hits both alike.
 // The resident memory of both is sampled throughout. Both run with the servers' bin flags.
-// Knobs: BENCH_SECONDS (per round and server, default 2), BENCH_ROUNDS (default 4).
+// Knobs: BENCH_SECONDS (per round and server, default 1), BENCH_ROUNDS (default 8): short rounds,
+// many alternations — on a shared 2-core machine the rate drifts within seconds.
 import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -15,8 +16,8 @@ import { connectHttp } from '@gatehouse/testkit';
 import { BENCH_ENV, binFlags, median, memoryOf } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
-const SECONDS = Number(process.env.BENCH_SECONDS ?? 2);
-const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 4);
+const SECONDS = Number(process.env.BENCH_SECONDS ?? 1);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 8);
 const KEY = 'bench-http-api-key-0123456789abcdef';
 
 /** Starts a server process; resolves with its URL (read from a line `pick` recognises). */
