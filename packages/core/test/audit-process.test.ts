@@ -197,6 +197,34 @@ describe('the audit trail of a real server process', () => {
     },
   );
 
+  it('over stdio, writes the record of a read in the same step as its answer, not a turn later', async () => {
+    // The server blocks its event loop right after answering (until a file exists): a record
+    // that waited for the end of the turn could not be on disk yet when the answer arrives.
+    const dir = mkdtempSync(join(tmpdir(), 'gatehouse-audit-step-'));
+    const file = join(dir, 'audit.jsonl');
+    const release = join(dir, 'release');
+    const connection = await connectStdio(process.execPath, [demoServer], {
+      env: { GATEHOUSE_AUDIT_SINKS: 'file', GATEHOUSE_AUDIT_FILE: file },
+    });
+    try {
+      const result = await connection.client.callTool({
+        name: 'demo_crash',
+        arguments: { hold_until: release },
+      });
+      expect(result.content).toEqual([{ type: 'text', text: 'about to crash' }]);
+      // Polled: the answer can reach us a few microseconds before the write that follows it.
+      // While the loop is blocked nothing but that write can put the record there.
+      await expect
+        .poll(() => records(file).find((r) => r.event.action === 'tools/call')?.tool.name, {
+          timeout: 2_000,
+        })
+        .toBe('demo_crash');
+    } finally {
+      writeFileSync(release, '');
+      await connection.close().catch(() => undefined);
+    }
+  });
+
   it('refuses write tools when the audit pipe closes, says why, and reports not ready', async () => {
     const server = await spawnServer(process.execPath, [demoServer], {
       env: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0', GATEHOUSE_ENABLE_WRITES: 'true' },
