@@ -65,6 +65,12 @@ for (const size of ['1 row', '1 000 rows']) {
   const { ours, raw } = pg.path[size];
   const path = size === '1 row' ? '≤ 1.2×' : '≤ 1.1×';
   timed(`Postgres ${size} query path vs raw pg.query, in process`, ours, raw, path);
+  timed(
+    `floor under the row above: BEGIN READ ONLY + the call's settings + the statement + ROLLBACK, raw pg in one round trip, vs raw pg.query (${size})`,
+    pg.path[size].floor,
+    raw,
+    '(a floor: no target)',
+  );
   const { gatehouse, reference } = pg.latency[size];
   const warm = `Postgres warm call over stdio vs server-postgres 0.6.2, ${size}`;
   timed(warm, gatehouse, reference, '≤ 1.0×');
