@@ -10,6 +10,7 @@ import { fileURLToPath } from 'node:url';
 import { connectInMemory, connectStdio, initializeRequest } from '@gatehouse/testkit';
 import { bundle } from '../scripts/bundle.mjs';
 import { BENCH_ENV, bareFactory, coreFactory } from './servers.mjs';
+import { quantile } from './stats.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
 const COLD = Number(process.env.BENCH_COLD ?? 20);
@@ -19,11 +20,6 @@ const scripts = {
   bare: here('./bare-stdio.mjs'),
   core: here('./core-stdio.mjs'),
   sdk1: here('./sdk1-stdio.mjs'),
-};
-
-const quantile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
 };
 
 async function timeCalls(client, n, into) {

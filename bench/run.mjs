@@ -8,6 +8,7 @@
 import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { quantile } from './stats.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const short = process.argv.includes('--short');
@@ -40,10 +41,6 @@ for (const [file, ...flags] of benches) {
 }
 
 const results = (name) => JSON.parse(readFileSync(here(`./results/${name}.json`), 'utf8'));
-const quantile = (values, q) => {
-  const sorted = [...values].sort((a, b) => a - b);
-  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))];
-};
 const ms = (n) => `${n < 10 ? n.toFixed(2) : n.toFixed(0)} ms`;
 const rows = [];
 /** A row from two sample arrays (ms): medians, ratio, n, p10–p90 of ours. */

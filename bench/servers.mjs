@@ -5,13 +5,10 @@ import { createLogger, createRuntime, createServerFactory } from '@gatehouse/cor
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';
 import { coreDefinition } from './core-definition.mjs';
+import { median, p99 } from './stats.mjs';
 
 export { bareFactory } from './bare.mjs';
-export { coreDefinition };
-
-/** The median of a list of samples (0 for none). */
-export const median = (values) =>
-  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? 0;
+export { coreDefinition, median, p99 };
 
 /** Limits high enough that a benchmark measures the pipeline, not the rate limiter's refusals. */
 export const BENCH_ENV = {
@@ -34,8 +31,6 @@ export function coreFactory(audit = devNullAudit()) {
   const logger = createLogger({ dest: '/dev/null' });
   return createServerFactory(coreDefinition, createRuntime(config, logger, { audit }));
 }
-
-export const p99 = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length * 0.99)];
 
 /**
  * Ours against a reference server, both over stdio against the same fake: cold starts (spawn →

@@ -298,9 +298,9 @@ export async function runServer<S extends z.ZodObject>(
     ...(metrics === undefined ? {} : { metrics }),
   });
   const factory = createServerFactory(definition, runtime);
-  // Every tool's definition hash, of the listing clients are served: once, for the start record
-  // and the HTTP tool metadata.
-  const described = describeTools(definition, base.GATEHOUSE_STRUCTURED_OUTPUT);
+  // Every tool's definition hash, of the listing clients are served (prepared once, by the
+  // factory), for the start record and the HTTP tool metadata.
+  const described = describeTools(factory.prepared);
   const ready = async (): Promise<ReadyResult> => {
     if (audit.failures.size > 0)
       return { ready: false, detail: 'the audit trail cannot be written' };

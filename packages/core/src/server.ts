@@ -18,6 +18,7 @@ import type { ServerDefinition } from './define.js';
 import { registerCompletion } from './pipeline/completion.js';
 import { Connection, createStateCodec } from './pipeline/connection.js';
 import { prepareServer } from './pipeline/prepare.js';
+import type { PreparedServer } from './pipeline/prepare.js';
 import { registerPrompts } from './pipeline/prompts.js';
 import { registerResources } from './pipeline/resources.js';
 import type { Runtime } from './pipeline/runtime.js';
@@ -37,12 +38,13 @@ const DEFAULT_PAGE_SIZE = 100;
 
 /**
  * Prepares a server definition once and returns the factory the SDK serving entries call:
- * a fresh SDK `Server` per connection (stdio) or per request (HTTP).
+ * a fresh SDK `Server` per connection (stdio) or per request (HTTP). `prepared` is what it
+ * serves (the listing and each tool's definition hash, for the start record).
  */
 export function createServerFactory(
   definition: ServerDefinition,
   runtime: Runtime,
-): (ctx: McpRequestContext) => Server {
+): ((ctx: McpRequestContext) => Server) & { readonly prepared: PreparedServer } {
   const prepared = prepareServer(definition, {
     structuredOutput: runtime.structuredOutput ?? false,
   });
@@ -50,7 +52,7 @@ export function createServerFactory(
   const pageSize = runtime.pageSize ?? DEFAULT_PAGE_SIZE;
   const stateCodec = createStateCodec(runtime);
 
-  return (requestContext) => {
+  const factory = (requestContext: McpRequestContext): Server => {
     const server = new Server(prepared.serverInfo, {
       capabilities,
       ...(definition.instructions === undefined ? {} : { instructions: definition.instructions }),
@@ -73,4 +75,5 @@ export function createServerFactory(
     definition.configure?.(server);
     return server;
   };
+  return Object.assign(factory, { prepared });
 }

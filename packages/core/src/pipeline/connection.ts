@@ -181,21 +181,23 @@ export class Attempt implements RecordSubject {
     this.trace.stage('audit');
     const caller = this.connection.caller(this.sctx);
     const end = endNow();
-    const build = () => buildAuditRecord(this, caller, reason, outcome, end);
-    const failed = (writeError: unknown) =>
+    const failed = (writeError: unknown): undefined => {
       logger.error({ err: writeError, eventId: this.eventId }, 'audit trail failed');
+      return undefined;
+    };
+    const build = () => {
+      try {
+        return buildAuditRecord(this, caller, reason, outcome, end);
+      } catch (error) {
+        return failed(error);
+      }
+    };
     try {
       if (auditReadsAfterAnswer && audit.defer && this.tool?.definition.access !== 'write') {
-        audit.defer(() => {
-          try {
-            return build();
-          } catch (error) {
-            failed(error);
-            return undefined;
-          }
-        });
+        audit.defer(build);
       } else {
-        audit.append(build());
+        const entry = build();
+        if (entry !== undefined) audit.append(entry);
       }
     } catch (writeError) {
       failed(writeError);

@@ -150,13 +150,12 @@ export function prepareTool(definition: ToolDefinition, structuredOutput: boolea
  * listing as served, the one each call's record carries too.
  */
 export function describeTools(
-  definition: ServerDefinition,
-  structuredOutput: boolean,
+  prepared: PreparedServer,
 ): Array<{ name: string; access: 'read' | 'write'; definition_hash: string }> {
-  return definition.tools.map((t) => ({
-    name: t.name,
-    access: t.access,
-    definition_hash: prepareTool(t, structuredOutput).hash,
+  return prepared.tools.map((t) => ({
+    name: t.definition.name,
+    access: t.definition.access,
+    definition_hash: t.hash,
   }));
 }
 
