@@ -10,7 +10,7 @@ import {
   scrubSecrets,
 } from '@gatehouse/core/runtime';
 import { connectInMemory } from '@gatehouse/testkit';
-import type { Connection } from '@gatehouse/testkit';
+import type { Connection, Era } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDemoServer } from './fixtures/demo.ts';
@@ -130,11 +130,14 @@ describe('the record as built', () => {
 });
 
 describe('when the record is written', () => {
-  async function answeredWith(
-    env: Record<string, string>,
-    name: string,
-    args: Record<string, unknown>,
-  ) {
+  type Call = (client: Connection['client']) => Promise<unknown>;
+  const tool =
+    (name: string, args: Record<string, unknown>): Call =>
+    (client) =>
+      client.callTool({ name, arguments: args });
+
+  /** Records written when the answer arrived, and after the rest of that turn. */
+  async function answeredWith(env: Record<string, string>, call: Call, era: Era = 'legacy') {
     const records: AuditRecord[] = [];
     const audit = new AuditLog({
       sinks: [flakySink(records)],
@@ -143,33 +146,41 @@ describe('when the record is written', () => {
     const config = loadConfig(baseConfigSchema, { GATEHOUSE_ENABLE_WRITES: 'true', ...env });
     const logger = createLogger({ destination: new Writable({ write: (_c, _e, done) => done() }) });
     const runtime = createRuntime(config, logger, { audit, readsAfterAnswer: true });
-    const connection = await connectInMemory(createServerFactory(createDemoServer(), runtime));
+    const factory = createServerFactory(createDemoServer(), runtime);
+    const connection = await connectInMemory(factory, { era });
     open.push(connection);
-    await connection.client.callTool({ name, arguments: args });
+    await call(connection.client).catch(() => undefined); // a refusal is answered too
     const atAnswer = records.length;
     await new Promise((resolve) => setImmediate(resolve));
     return { atAnswer, afterTurn: records.length };
   }
+  const after = { atAnswer: 0, afterTurn: 1 };
+  const before = { atAnswer: 1, afterTurn: 1 };
 
-  it('reads: right after the answer by default, in the same event-loop turn', async () => {
-    expect(await answeredWith({}, 'demo_echo', { text: 'hi' })).toEqual({
-      atAnswer: 0,
-      afterTurn: 1,
-    });
-    expect(await answeredWith({}, 'demo_echo', { text: 3 })).toEqual({ atAnswer: 0, afterTurn: 1 });
-  });
+  it.each<Era>(['legacy', 'modern'])(
+    'reads — tools, resources, prompts, refusals — right after the answer by default (%s era)',
+    async (era) => {
+      const reads: Call[] = [
+        tool('demo_echo', { text: 'hi' }),
+        tool('demo_echo', { text: 3 }),
+        (client) => client.readResource({ uri: 'demo://boards/general' }),
+        (client) => client.readResource({ uri: 'demo://boards/nowhere' }),
+        (client) => client.getPrompt({ name: 'demo_summarise', arguments: { board: 'general' } }),
+      ];
+      for (const read of reads) expect(await answeredWith({}, read, era)).toEqual(after);
+    },
+  );
 
   it('reads with GATEHOUSE_AUDIT_READ_RECORDS=before_answer, and writes always: before it', async () => {
-    const before = { GATEHOUSE_AUDIT_READ_RECORDS: 'before_answer' };
-    expect(await answeredWith(before, 'demo_echo', { text: 'hi' })).toEqual({
-      atAnswer: 1,
-      afterTurn: 1,
-    });
-    for (const env of [{}, before]) {
-      expect(await answeredWith(env, 'demo_post', { message: 'ship it' })).toEqual({
-        atAnswer: 1,
-        afterTurn: 1,
-      });
+    const beforeAnswer = { GATEHOUSE_AUDIT_READ_RECORDS: 'before_answer' };
+    expect(await answeredWith(beforeAnswer, tool('demo_echo', { text: 'hi' }))).toEqual(before);
+    const resource: Call = (client) => client.readResource({ uri: 'demo://boards/general' });
+    expect(await answeredWith(beforeAnswer, resource)).toEqual(before);
+    for (const env of [{}, beforeAnswer]) {
+      for (const era of ['legacy', 'modern'] as const) {
+        const post = tool('demo_post', { message: 'ship it' });
+        expect(await answeredWith(env, post, era)).toEqual(before);
+      }
     }
   });
 });
