@@ -5,13 +5,17 @@ import pg from 'pg';
 import type { PoolClient } from 'pg';
 import type { PostgresConfig } from './config.js';
 import type { CappedRows, QueryOutput } from './execute.js';
-import { isMasked, parseMaskPatterns } from './masking.js';
+import { parse } from 'libpg-query';
+import type { SelectStmt } from 'libpg-query';
+import { parseMaskPatterns } from './masking.js';
 import type { MaskPattern } from './masking.js';
+import { relationKey } from './resolve.js';
+import type { MaskedColumn, RelationInfo } from './resolve.js';
 import { checkRole, describeFindings } from './role-check.js';
 import { ReadOnlyStatement, SESSION_CHECK } from './pipeline.js';
 import type { QueryParam } from './pipeline.js';
 import type { RoleReport } from './role-check.js';
-import type { CatalogLookup, MaskedColumn, Reached, ReachedFunction } from './sql-policy.js';
+import type { CatalogLookup, Reached, ReachedFunction } from './sql-policy.js';
 
 /** What a database call needs from the tool call: its abort signal and deadline. */
 export interface CallBounds {
@@ -162,9 +166,49 @@ export function databaseName(url: string): string {
 /** Entries of the reached-functions cache (one per distinct set of names in statements). */
 const CATALOG_CACHE_ENTRIES = 1_000;
 
+/** The masked columns of the database, by origin (`tableOid:attnum`) too. */
+export interface MaskedSet {
+  readonly columns: readonly MaskedColumn[];
+  readonly byOrigin: ReadonlyMap<string, MaskedColumn>;
+}
+
+const NO_MASKS: MaskedSet = { columns: [], byOrigin: new Map() };
+
+/** A relation the catalog does not have (cached like one that exists). */
+const NO_RELATION = Symbol('no relation');
+
+/** The catalog lookups of one call: the function rules' and name resolution's. */
+export interface Catalog extends CatalogLookup {
+  /** The masked columns (the same object while it is cached; `fresh`: looked up now). */
+  maskedColumns(options?: { fresh?: boolean }): Promise<MaskedSet>;
+  /** Looks up the relations (keys of {@link relationKey}) not known yet (`fresh`: all of them). */
+  loadRelations(keys: readonly string[], options?: { fresh?: boolean }): Promise<void>;
+  /** A relation looked up: its description, null when none, undefined when not looked up. */
+  relation(schema: string, name: string): RelationInfo | null | undefined;
+}
+
+/** Schema and name arrays of `schema.name` keys (of functions, operators, types). */
+function splitNames(keys: readonly string[]): [string[], string[]] {
+  return [
+    keys.map((k) => k.slice(0, k.lastIndexOf('.'))),
+    keys.map((k) => k.slice(k.lastIndexOf('.') + 1)),
+  ];
+}
+
+/** A view's deparsed definition as a parse tree (undefined when it is not one SELECT). */
+async function parseDefinition(text: string): Promise<SelectStmt | undefined> {
+  try {
+    const stmt = (await parse(text)).stmts?.[0]?.stmt as { SelectStmt?: SelectStmt } | undefined;
+    return stmt?.SelectStmt;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * Every function PostgreSQL may run for a statement, from the names it uses (as schema and name
- * arrays: functions $1/$2, operators $3/$4, relations $5/$6, types $7/$8). A recursive walk
+ * arrays: functions $1/$2, operators $3/$4, relations $5/$6, types $7/$8, names a column
+ * reference may call in functional notation $9/$10). A recursive walk
  * over the catalog: a called function's result type; an operator's functions and result type;
  * an aggregate's support functions (its own pg_proc row says nothing of them); a relation's
  * column types and what its view rules, row-security policies and virtual generated columns
@@ -177,6 +221,11 @@ const CATALOG_CACHE_ENTRIES = 1_000;
 const REACHED_FUNCTIONS = `WITH RECURSIVE obj(kind, oid, via) AS (
   SELECT 'f'::text, p.oid, 'call'::text
     FROM unnest($1::text[], $2::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_proc p ON p.proname = w.name AND p.pronamespace = n.oid
+  UNION
+  SELECT 'f'::text, p.oid, 'column notation'::text
+    FROM unnest($9::text[], $10::text[]) w(schema, name)
     JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
     JOIN pg_catalog.pg_proc p ON p.proname = w.name AND p.pronamespace = n.oid
   UNION
@@ -235,7 +284,12 @@ fn AS (
    WHERE c.castfunc <> 0 AND c.castsource IN (SELECT oid FROM obj WHERE kind = 't')
      AND c.casttarget IN (SELECT oid FROM obj WHERE kind = 't')
 ),
-fns AS (SELECT oid, min(via) AS via FROM fn GROUP BY oid)
+-- A function is "column notation" only when nothing else reaches it (the rules then judge it
+-- only if resolution finds it called).
+fns AS (
+  SELECT oid, coalesce(min(via) FILTER (WHERE via <> 'column notation'), 'column notation') AS via
+  FROM fn GROUP BY oid
+)
 SELECT 'function' AS kind, n.nspname AS schema, p.proname AS name, p.oid::regprocedure::text AS signature,
        p.provolatile = 'v' AS volatile, p.prosecdef AS definer,
        (SELECT fns.via FROM fns WHERE fns.oid = p.oid) AS via, NULL::text AS definition
@@ -244,9 +298,86 @@ WHERE p.oid = ANY (ARRAY(SELECT oid FROM fns))
 UNION ALL
 -- The views read, with their definitions: what they call among the built-in functions is not in
 -- pg_depend (built-ins are pinned), so the policy parses the definitions.
-SELECT 'view', n.nspname, c.relname, NULL, NULL, NULL, 'view', pg_catalog.pg_get_viewdef(c.oid)
+SELECT CASE c.relkind WHEN 'v' THEN 'view' ELSE 'foreign' END, n.nspname, c.relname, NULL, NULL, NULL,
+       'view', CASE c.relkind WHEN 'v' THEN pg_catalog.pg_get_viewdef(c.oid) END
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind = 'v' AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))`;
+WHERE c.relkind IN ('v', 'f') AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))`;
+
+/**
+ * What name resolution needs of relations (as schema and name arrays $1/$2), and of every
+ * relation their view rules read, recursively: kind, columns in attnum order, a view's
+ * definition (deparsed under the session's search_path, which is the allowed schemas: names
+ * outside it come back qualified), the columns its row-security policies read, the columns of
+ * its own partition key and of its ancestors' ('' for a key expression), the schemas of its
+ * inheritance children and partitions.
+ */
+const RELATIONS = `WITH RECURSIVE wanted(oid) AS (
+  SELECT c.oid
+    FROM unnest($1::text[], $2::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_class c ON c.relname = w.name AND c.relnamespace = n.oid
+  UNION
+  SELECT d.refobjid
+    FROM wanted
+    JOIN pg_catalog.pg_rewrite r ON r.ev_class = wanted.oid
+    JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_rewrite'::regclass AND d.objid = r.oid
+     AND d.refclassid = 'pg_catalog.pg_class'::regclass AND d.refobjid <> wanted.oid
+)
+SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name, c.relkind::text AS kind,
+  ARRAY(SELECT a.attname::text FROM pg_catalog.pg_attribute a
+        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS column_names,
+  ARRAY(SELECT a.attnum::int FROM pg_catalog.pg_attribute a
+        WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum) AS column_numbers,
+  CASE WHEN c.relkind IN ('v', 'm') THEN pg_catalog.pg_get_viewdef(c.oid) END AS definition,
+  CASE WHEN c.relrowsecurity THEN ARRAY(
+    SELECT DISTINCT d.refobjsubid::int FROM pg_catalog.pg_policy p
+      JOIN pg_catalog.pg_depend d ON d.classid = 'pg_catalog.pg_policy'::regclass AND d.objid = p.oid
+       AND d.refclassid = 'pg_catalog.pg_class'::regclass AND d.refobjid = c.oid AND d.refobjsubid > 0
+     WHERE p.polrelid = c.oid) ELSE '{}'::int[] END AS policy_columns,
+  ARRAY(SELECT coalesce((SELECT a.attname::text FROM pg_catalog.pg_attribute a
+                          WHERE a.attrelid = c.oid AND a.attnum = k.attnum), '')
+          FROM pg_catalog.pg_partitioned_table pt, unnest(pt.partattrs::int2[]) k(attnum)
+         WHERE pt.partrelid = c.oid) AS partition_key,
+  CASE WHEN c.relispartition THEN ARRAY(
+    SELECT coalesce((SELECT a.attname::text FROM pg_catalog.pg_attribute a
+                      WHERE a.attrelid = pt.partrelid AND a.attnum = k.attnum), '')
+      FROM pg_catalog.pg_partition_ancestors(c.oid) anc(relid)
+      JOIN pg_catalog.pg_partitioned_table pt ON pt.partrelid = anc.relid AND anc.relid <> c.oid,
+      unnest(pt.partattrs::int2[]) k(attnum)) ELSE '{}'::text[] END AS ancestor_keys,
+  ARRAY(WITH RECURSIVE below(relid) AS (
+          SELECT i.inhrelid FROM pg_catalog.pg_inherits i WHERE i.inhparent = c.oid
+          UNION SELECT i.inhrelid FROM below JOIN pg_catalog.pg_inherits i ON i.inhparent = below.relid)
+        SELECT DISTINCT dn.nspname::text FROM below
+          JOIN pg_catalog.pg_class dc ON dc.oid = below.relid
+          JOIN pg_catalog.pg_namespace dn ON dn.oid = dc.relnamespace) AS descendant_schemas
+FROM wanted JOIN pg_catalog.pg_class c ON c.oid = wanted.oid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`;
+
+/**
+ * The masked columns: every column a POSTGRES_MASK_COLUMNS pattern matches (patterns as schema,
+ * table and column arrays $1/$2/$3, `*` for any), in any schema but the system ones (a view may
+ * read a hidden schema), then — by column name — every inheritance child and parent of a table
+ * with a masked column, recursively: a partition holds its partitioned table's rows, a parent
+ * shows its children's.
+ */
+const MASKED_COLUMNS = `WITH RECURSIVE matched(relid, attname) AS (
+  SELECT c.oid, a.attname
+    FROM unnest($1::text[], $2::text[], $3::text[]) p(schema, tab, col)
+    JOIN pg_catalog.pg_attribute a ON a.attname = p.col AND a.attnum > 0 AND NOT a.attisdropped
+    JOIN pg_catalog.pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+     AND (p.tab = '*' OR c.relname = p.tab)
+    JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     AND (p.schema = '*' OR n.nspname = p.schema)
+     AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'
+  UNION
+  SELECT CASE WHEN i.inhparent = m.relid THEN i.inhrelid ELSE i.inhparent END, m.attname
+    FROM matched m JOIN pg_catalog.pg_inherits i ON i.inhparent = m.relid OR i.inhrelid = m.relid
+)
+SELECT n.nspname AS schema, c.relname AS table, a.attname AS column, c.oid::text AS table_oid, a.attnum
+FROM matched m
+JOIN pg_catalog.pg_class c ON c.oid = m.relid
+JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+JOIN pg_catalog.pg_attribute a ON a.attrelid = m.relid AND a.attname = m.attname AND NOT a.attisdropped`;
 
 /** The span attributes of a database: system, host and port (never the credentials). */
 function spanAttributesOf(connectionUrl: string): Record<string, string | number> {
@@ -299,7 +430,12 @@ export class PostgresDatabase {
    * the model's SQL, so bounded: least recently used entries go, and none outlives the TTL.
    */
   private readonly reachedCache: LRUCache<string, Reached> | undefined;
-  private maskCache: { columns: readonly MaskedColumn[]; at: number } | undefined;
+  private maskCache: { set: MaskedSet; at: number } | undefined;
+  /**
+   * Relations by `schema.name` (absent ones as NO_RELATION), for name resolution: bounded like
+   * the reached-functions cache, and for the same TTL.
+   */
+  private readonly relationCache: LRUCache<string, RelationInfo | typeof NO_RELATION> | undefined;
   private readonly beginPrefix: string;
   /** The allowed schemas as a set_config value, quoted where they need it. */
   private readonly searchPath: string;
@@ -319,6 +455,12 @@ export class PostgresDatabase {
     this.schemas = schemas;
     this.maskPatterns = parseMaskPatterns(config.POSTGRES_MASK_COLUMNS);
     this.database = databaseName(config.POSTGRES_URL);
+    // Two spellings of the same list: SQL needs every name quoted (a schema may be called
+    // "user"), a set_config value is split by PostgreSQL itself and shows as written.
+    const path = this.schemas.map((s) => pg.escapeIdentifier(s)).join(', ');
+    this.searchPath = this.schemas
+      .map((s) => (/^[a-z_][a-z0-9_]*$/.test(s) ? s : pg.escapeIdentifier(s)))
+      .join(', ');
     this.pool = new pg.Pool({
       connectionString: config.POSTGRES_URL,
       max: config.POSTGRES_POOL_SIZE,
@@ -326,10 +468,12 @@ export class PostgresDatabase {
       idleTimeoutMillis: 30_000,
       application_name: 'gatehouse-postgres',
       // A session default as well as the per-call BEGIN READ ONLY: should anything ever run
-      // outside our transaction, it is still read-only. (pg-pool awaits the returned promise.)
+      // outside our transaction, it is still read-only. The session's search_path is the
+      // allowed schemas too, so that the catalog lookups deparse view definitions the way
+      // name resolution reads them. (pg-pool awaits the returned promise.)
       onConnect: (client) =>
         client.query(
-          `SET SESSION default_transaction_read_only = on; SET SESSION statement_timeout = ${config.POSTGRES_STATEMENT_TIMEOUT_MS}`,
+          `SET SESSION default_transaction_read_only = on; SET SESSION statement_timeout = ${config.POSTGRES_STATEMENT_TIMEOUT_MS}; SET SESSION search_path = ${path}`,
         ) as unknown as void,
     });
     // An idle connection that dies (database restart, network cut) must not crash the process;
@@ -346,12 +490,6 @@ export class PostgresDatabase {
         this.logger.debug({ err: error }, 'a PostgreSQL connection in use failed');
       });
     });
-    // Two spellings of the same list: SQL needs every name quoted (a schema may be called
-    // "user"), a set_config value is split by PostgreSQL itself and shows as written.
-    const path = this.schemas.map((s) => pg.escapeIdentifier(s)).join(', ');
-    this.searchPath = this.schemas
-      .map((s) => (/^[a-z_][a-z0-9_]*$/.test(s) ? s : pg.escapeIdentifier(s)))
-      .join(', ');
     this.beginPrefix = `BEGIN READ ONLY; SET LOCAL search_path = ${path}; SET LOCAL lock_timeout = ${config.POSTGRES_LOCK_TIMEOUT_MS}`;
     this.spanAttributes = spanAttributesOf(config.POSTGRES_URL);
     this.reachedCache =
@@ -359,6 +497,13 @@ export class PostgresDatabase {
         ? undefined
         : new LRUCache({
             max: options.catalogCacheEntries ?? CATALOG_CACHE_ENTRIES,
+            ttl: config.POSTGRES_CATALOG_TTL_MS,
+          });
+    this.relationCache =
+      config.POSTGRES_CATALOG_TTL_MS === 0
+        ? undefined
+        : new LRUCache({
+            max: (options.catalogCacheEntries ?? CATALOG_CACHE_ENTRIES) * 4,
             ttl: config.POSTGRES_CATALOG_TTL_MS,
           });
   }
@@ -482,9 +627,11 @@ export class PostgresDatabase {
         let spoiled: unknown;
         let answered = false;
         let rows: CappedRows;
+        let sent = false;
         try {
           if (bounds.signal.aborted) throw bounds.signal.reason;
           const plan = await prepare(client);
+          sent = true;
           rows = plan.rows;
           const statement = new ReadOnlyStatement(
             this.settings(bounds),
@@ -503,7 +650,9 @@ export class PostgresDatabase {
               : this.leftBehind(outcome.dirty);
         } catch (error) {
           abort.stop();
-          client.release(true);
+          // A statement the rules refused before anything of it was sent leaves the connection
+          // as it was (only the catalog lookups ran on it); any other error destroys it.
+          client.release(sent || !(error instanceof PolicyError) || abort.reason() !== undefined);
           // A pooled connection the server dropped (restart, failover, network cut) fails before
           // PostgreSQL answered anything: one fresh connection may try again.
           if (attempt === 1 && !answered && !bounds.signal.aborted && isUnavailable(error))
@@ -605,7 +754,9 @@ export class PostgresDatabase {
       if (bounds.signal.aborted) throw bounds.signal.reason;
       return await fn(client);
     } catch (error) {
-      spoiled = error;
+      // A refusal by the rules is no error of the connection's: it is rolled back and checked
+      // like any other call's.
+      if (!(error instanceof PolicyError)) spoiled = error;
       throw translateError(error, bounds.signal);
     } finally {
       abort.stop();
@@ -683,89 +834,139 @@ export class PostgresDatabase {
     return this.reachedCache?.size ?? 0;
   }
 
-  /** Catalog lookups for the SQL policy, cached (bounded, for POSTGRES_CATALOG_TTL_MS). */
-  catalog(client: pg.ClientBase): CatalogLookup {
+  /**
+   * Catalog lookups for the SQL policy and name resolution, cached (bounded, for
+   * POSTGRES_CATALOG_TTL_MS). What one call has looked up stays put for that call.
+   */
+  catalog(client: pg.ClientBase): Catalog {
     const ttl = this.config.POSTGRES_CATALOG_TTL_MS;
     const fresh = (at: number): boolean => Date.now() - at < ttl;
+    const local = new Map<string, RelationInfo | null>();
+    const relation = (key: string): RelationInfo | null | undefined => {
+      // Keys are relationKey(schema, name).
+      const known = local.get(key);
+      if (known !== undefined) return known;
+      const cached = this.relationCache?.get(key);
+      if (cached === undefined) return undefined;
+      const info = cached === NO_RELATION ? null : cached;
+      local.set(key, info);
+      return info;
+    };
     return {
       reached: async (objects) => {
         const key = JSON.stringify([
           objects.functions,
+          objects.columnFunctions,
           objects.operators,
           objects.relations,
           objects.types,
         ]);
         const hit = this.reachedCache?.get(key);
         if (hit !== undefined) return hit;
-        const split = (names: readonly string[]) => [
-          names.map((n) => n.slice(0, n.lastIndexOf('.'))),
-          names.map((n) => n.slice(n.lastIndexOf('.') + 1)),
-        ];
         const found = await client.query<
           | ({ kind: 'function' } & ReachedFunction)
-          | { kind: 'view'; schema: string; name: string; definition: string }
+          | { kind: 'view' | 'foreign'; schema: string; name: string; definition: string }
         >({
           // Named: planned once per connection, not per query.
           name: 'gatehouse_reached_functions',
           text: REACHED_FUNCTIONS,
           values: [
-            ...split(objects.functions),
-            ...split(objects.operators),
-            ...split(objects.relations),
-            ...split(objects.types),
+            ...splitNames(objects.functions),
+            ...splitNames(objects.operators),
+            ...splitNames(objects.relations),
+            ...splitNames(objects.types),
+            ...splitNames(objects.columnFunctions),
           ],
         });
-        const reached: Reached = { functions: [], views: [] };
+        const reached: Reached = { functions: [], views: [], foreign: [] };
         for (const row of found.rows) {
           if (row.kind === 'view') reached.views.push(row);
-          else reached.functions.push(row);
+          else if (row.kind === 'foreign') reached.foreign.push(row);
+          else reached.functions.push(row as ReachedFunction);
         }
         this.reachedCache?.set(key, reached);
         return reached;
       },
-      maskedColumns: async () => {
-        if (this.maskPatterns.length === 0) return [];
-        if (this.maskCache !== undefined && fresh(this.maskCache.at)) return this.maskCache.columns;
-        const columns = await this.resolveMasked(client);
-        this.maskCache = { columns, at: Date.now() };
-        return columns;
+      maskedColumns: async (options = {}) => {
+        if (this.maskPatterns.length === 0) return NO_MASKS;
+        if (this.maskCache !== undefined && fresh(this.maskCache.at) && options.fresh !== true) {
+          return this.maskCache.set;
+        }
+        const set = await this.resolveMasked(client);
+        this.maskCache = { set, at: Date.now() };
+        return set;
+      },
+      relation: (schema, name) => relation(relationKey(schema, name)),
+      loadRelations: async (keys, options = {}) => {
+        const wanted = [...new Set(keys)].filter(
+          (key) => options.fresh === true || relation(key) === undefined,
+        );
+        if (wanted.length === 0) return;
+        const found = await client.query<{
+          oid: string;
+          schema: string;
+          name: string;
+          kind: string;
+          column_names: string[];
+          column_numbers: number[];
+          definition: string | null;
+          policy_columns: number[];
+          partition_key: string[];
+          ancestor_keys: string[];
+          descendant_schemas: string[];
+        }>({
+          name: 'gatehouse_relations',
+          text: RELATIONS,
+          values: [wanted.map((k) => k.split('\0')[0]), wanted.map((k) => k.split('\0')[1])],
+        });
+        const infos = new Map<string, RelationInfo | null>(wanted.map((key) => [key, null]));
+        for (const row of found.rows) {
+          infos.set(relationKey(row.schema, row.name), {
+            oid: Number(row.oid),
+            schema: row.schema,
+            name: row.name,
+            kind: row.kind,
+            columns: row.column_names.map((column, i) => ({
+              name: column,
+              attnum: row.column_numbers[i]!,
+            })),
+            definition: row.definition === null ? undefined : await parseDefinition(row.definition),
+            policyColumns: row.policy_columns,
+            partitionKey: row.partition_key,
+            ancestorKeys: row.ancestor_keys,
+            descendantSchemas: row.descendant_schemas,
+          });
+        }
+        for (const [key, info] of infos) {
+          local.set(key, info);
+          this.relationCache?.set(key, info ?? NO_RELATION);
+        }
       },
     };
   }
 
-  /** The masked columns that exist in the allowed schemas. */
-  async resolveMasked(client: pg.ClientBase): Promise<MaskedColumn[]> {
-    if (this.maskPatterns.length === 0) return [];
+  /** The masked columns (POSTGRES_MASK_COLUMNS, with inheritance children and parents). */
+  async resolveMasked(client: pg.ClientBase): Promise<MaskedSet> {
+    if (this.maskPatterns.length === 0) return NO_MASKS;
     const found = await client.query<{
       schema: string;
       table: string;
       column: string;
       table_oid: string;
       attnum: number;
-    }>(
-      `SELECT n.nspname AS schema, c.relname AS table, a.attname AS column,
-              c.oid::text AS table_oid, a.attnum
-       FROM pg_catalog.pg_attribute a
-       JOIN pg_catalog.pg_class c ON c.oid = a.attrelid
-       JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-       WHERE a.attname = ANY($1::text[]) AND n.nspname = ANY($2::text[])
-         AND a.attnum > 0 AND NOT a.attisdropped AND c.relkind IN ('r', 'p', 'v', 'm', 'f')`,
-      [[...new Set(this.maskPatterns.map((p) => p.column))], this.schemas],
-    );
-    return found.rows
-      .filter((r) => isMasked(this.maskPatterns, r.schema, r.table, r.column))
-      .map((r) => ({
-        schema: r.schema,
-        table: r.table,
-        column: r.column,
-        tableOid: Number(r.table_oid),
-        attnum: r.attnum,
-      }));
-  }
-
-  /** Whether `schema.table.column` is masked by configuration. */
-  isMasked(schema: string, table: string, column: string): boolean {
-    return isMasked(this.maskPatterns, schema, table, column);
+    }>(MASKED_COLUMNS, [
+      this.maskPatterns.map((p) => p.schema),
+      this.maskPatterns.map((p) => p.table),
+      this.maskPatterns.map((p) => p.column),
+    ]);
+    const columns = found.rows.map((r) => ({
+      schema: r.schema,
+      table: r.table,
+      column: r.column,
+      tableOid: Number(r.table_oid),
+      attnum: r.attnum,
+    }));
+    return { columns, byOrigin: new Map(columns.map((c) => [`${c.tableOid}:${c.attnum}`, c])) };
   }
 
   private refused(): boolean {

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { FieldDef } from 'pg';
 import { MASKED } from './masking.js';
-import type { MaskedColumn } from './sql-policy.js';
+import { SqlRefusedError } from './sql-guard.js';
 
 /** One result column. */
 export interface ResultColumn {
@@ -29,11 +29,28 @@ export interface QueryCaps {
   maxBytes: number;
 }
 
-/** The masked columns of the database, and those of the tables a statement touches. */
-export interface MaskedColumns {
-  all: readonly MaskedColumn[];
-  touched: readonly MaskedColumn[];
+/**
+ * Which answer columns are masked. Two independent decisions, either one masks: name resolution
+ * (the positions that pass a masked value through) and PostgreSQL's own (each column's origin
+ * table and attribute in RowDescription, against the masked columns and the view columns that
+ * pass them on); and a column PostgreSQL computed (no origin) named like a masked column of a
+ * relation read.
+ */
+export interface MaskPlan {
+  /** 0-based answer positions that pass a masked value through. */
+  readonly positions: ReadonlySet<number>;
+  /** `tableOid:attnum` origins whose values are masked. */
+  readonly origins: ReadonlySet<string>;
+  /** Names of masked columns, for answer columns without an origin. */
+  readonly names: ReadonlySet<string>;
+  /**
+   * How many columns the answer has, when resolution knows and masking depends on it: an answer
+   * of another width is not given (the positions would not be the ones resolved).
+   */
+  readonly width?: number | undefined;
 }
+
+export const NO_MASK: MaskPlan = { positions: new Set(), origins: new Set(), names: new Set() };
 
 // Text stays text for types JSON cannot carry faithfully: dates and times keep their exact
 // PostgreSQL form (no time-zone shifts through JS Date), bytea stays `\x…` hex, bigint becomes
@@ -58,8 +75,8 @@ function parserOf(oid: number): (value: string) => unknown {
 /**
  * The rows of one statement as they arrive, under the caps: at most `maxRows`, at most
  * `maxBytes` of row JSON, each value at most maxBytes/16 characters (cut with a marker), masked
- * columns replaced — by origin (RowDescription table/column) or, for expressions over a touched
- * masked table, by name. {@link add} says when no more rows are wanted.
+ * columns replaced (see {@link MaskPlan}) before anything is counted. {@link add} says when no
+ * more rows are wanted.
  */
 export class CappedRows {
   fields: FieldDef[] = [];
@@ -71,11 +88,13 @@ export class CappedRows {
   private maskIndex: boolean[] = [];
   private readonly maxValueChars: number;
   readonly caps: QueryCaps;
-  private readonly masked: MaskedColumns;
+  private readonly mask: MaskPlan;
+  /** Set when the answer's columns are not those resolved: no row is kept or given. */
+  private unmatched = false;
 
-  constructor(caps: QueryCaps, masked: MaskedColumns) {
+  constructor(caps: QueryCaps, mask: MaskPlan = NO_MASK) {
     this.caps = caps;
-    this.masked = masked;
+    this.mask = mask;
     this.maxValueChars = Math.max(256, Math.floor(caps.maxBytes / 16));
   }
 
@@ -83,12 +102,20 @@ export class CappedRows {
   describe(fields: FieldDef[]): void {
     this.fields = fields;
     this.parsers = fields.map((f) => parserOf(f.dataTypeID));
-    this.maskIndex = maskedFields(fields, this.masked);
+    this.unmatched = this.mask.width !== undefined && fields.length !== this.mask.width;
+    this.maskIndex = fields.map(
+      (f, i) =>
+        this.unmatched ||
+        this.mask.positions.has(i) ||
+        (f.tableID !== 0
+          ? this.mask.origins.has(`${f.tableID}:${f.columnID}`)
+          : this.mask.names.has(f.name)),
+    );
   }
 
   /** Takes one row of text values; false once a cap is reached (this row is not kept). */
   add(raw: ReadonlyArray<string | null>): boolean {
-    if (this.truncatedBy !== undefined) return false;
+    if (this.truncatedBy !== undefined || this.unmatched) return false;
     if (this.rows.length >= this.caps.maxRows) {
       this.truncatedBy = 'max_rows';
       return false;
@@ -133,6 +160,12 @@ export class CappedRows {
 
   /** The result, with each column's type name from `typeNames`. */
   output(typeNames: ReadonlyMap<number, string>): QueryOutput {
+    if (this.unmatched) {
+      throw new SqlRefusedError(
+        'unresolved_reference',
+        `the answer has ${this.fields.length} columns where the statement resolved to ${this.mask.width}, so the masked ones could not be told with certainty; nothing was returned.`,
+      );
+    }
     return {
       columns: this.fields.map((f, i) => ({
         name: f.name,
@@ -167,13 +200,4 @@ export function jsonBytes(value: unknown): number {
     default:
       return Buffer.byteLength(JSON.stringify(value) ?? 'null');
   }
-}
-
-/** Which result columns to mask: by origin, or by name for expressions over a touched table. */
-function maskedFields(fields: readonly FieldDef[], masked: MaskedColumns): boolean[] {
-  const origins = new Set(masked.all.map((m) => `${m.tableOid}:${m.attnum}`));
-  const touchedNames = new Set(masked.touched.map((m) => m.column));
-  return fields.map((f) =>
-    f.tableID !== 0 ? origins.has(`${f.tableID}:${f.columnID}`) : touchedNames.has(f.name),
-  );
 }

@@ -132,7 +132,7 @@ export async function resolveTable(
 export async function describeTable(
   client: ClientBase,
   oid: string,
-  masked: (schema: string, table: string, column: string) => boolean,
+  masked: (column: string) => boolean,
 ): Promise<TableDescription> {
   const head = await client.query<{
     schema: string;
@@ -221,7 +221,7 @@ export async function describeTable(
     comment: t.comment,
     row_estimate: t.reltuples < 0 ? null : Math.round(t.reltuples),
     columns: columns.rows.map((c) => {
-      const hidden = masked(t.schema, t.name, c.name);
+      const hidden = masked(c.name);
       // A masked column's default could carry the value pattern; it is hidden too.
       return hidden ? { ...c, default: null, masked: true } : c;
     }),

@@ -200,7 +200,7 @@ const SETTINGS = `SELECT pg_catalog.set_config('search_path', $1, true),
  */
 export const SESSION_CHECK = `SELECT pg_catalog.concat_ws(', ',
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory') THEN 'advisory locks' END,
-  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE from_sql OR name NOT IN ('gatehouse_reached_functions', 'gatehouse_begin', 'gatehouse_settings', 'gatehouse_rollback', 'gatehouse_session_check')) THEN 'prepared statements' END,
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE from_sql OR name NOT IN ('gatehouse_reached_functions', 'gatehouse_relations', 'gatehouse_begin', 'gatehouse_settings', 'gatehouse_rollback', 'gatehouse_session_check')) THEN 'prepared statements' END,
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_cursors WHERE name <> '') THEN 'open cursors' END,
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN 'LISTEN channels' END,
   CASE WHEN pg_catalog.current_setting('default_transaction_read_only') <> 'on' THEN 'changed settings' END,

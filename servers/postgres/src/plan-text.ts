@@ -43,12 +43,16 @@ function title(node: PlanNode): string {
       text += ` ${str(node.Alias)}`;
     }
   }
-  const cost = `(cost=${Number(node['Startup Cost']).toFixed(2)}..${Number(node['Total Cost']).toFixed(2)} rows=${str(node['Plan Rows'])} width=${str(node['Plan Width'])})`;
+  // A plan of masked values comes without the planner's estimates (SqlService.explain).
+  const cost =
+    node['Total Cost'] === undefined
+      ? ''
+      : `  (cost=${Number(node['Startup Cost']).toFixed(2)}..${Number(node['Total Cost']).toFixed(2)} rows=${str(node['Plan Rows'])} width=${str(node['Plan Width'])})`;
   const actual =
     node['Actual Total Time'] === undefined
       ? ''
       : ` (actual time=${Number(node['Actual Startup Time']).toFixed(3)}..${Number(node['Actual Total Time']).toFixed(3)} rows=${str(node['Actual Rows'])} loops=${str(node['Actual Loops'])})`;
-  return `${text}  ${cost}${actual}`;
+  return `${text}${cost}${actual}`;
 }
 
 function render(node: PlanNode, depth: number, lines: string[]): void {

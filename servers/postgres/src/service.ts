@@ -1,31 +1,65 @@
 import { LRUCache } from 'lru-cache';
-import type { QueryConfig } from 'pg';
-import type { PostgresDatabase, CallBounds } from './client.js';
+import type { PoolClient, QueryConfig } from 'pg';
+import type { Catalog, CallBounds, MaskedSet, PostgresDatabase } from './client.js';
 import type { PostgresConfig } from './config.js';
-import { CappedRows } from './execute.js';
-import type { QueryOutput } from './execute.js';
+import { CappedRows, NO_MASK } from './execute.js';
+import type { MaskPlan, QueryOutput } from './execute.js';
 import type { QueryParam } from './pipeline.js';
+import { relationKey, resolveStatement, viewColumnsMasked } from './resolve.js';
+import type { ReadRelation, RelationInfo, Resolution, ResolverCatalog } from './resolve.js';
 import { SqlRefusedError, analyzeSql } from './sql-guard.js';
 import type { SqlAnalysis } from './sql-guard.js';
-import { checkCatalog, checkStatic } from './sql-policy.js';
-import type { SqlPolicyOptions } from './sql-policy.js';
+import { checkCatalog, checkStatic, reachedBy } from './sql-policy.js';
+import type { Reached, SqlPolicyOptions } from './sql-policy.js';
 
 export type { QueryParam } from './pipeline.js';
 
+/** How many rounds of catalog lookups resolution may ask for (views of views of views…). */
+const LOOKUP_ROUNDS = 8;
+
+/** What the catalog stage decided of one statement in one call. */
+interface Verdict {
+  readonly resolution: Resolution;
+  /** Whether the statement is proven unable to leave session state (the check is skipped). */
+  readonly sessionSafe: boolean;
+  /** Which answer columns to mask. */
+  readonly mask: MaskPlan;
+}
+
+/** A resolution, and what it read from the catalog (it holds while those are unchanged). */
+interface Resolved {
+  readonly masked: MaskedSet;
+  readonly reads: ReadonlyArray<readonly [string, string, RelationInfo | null]>;
+  readonly resolution: Resolution;
+}
+
+/** Plan keys that carry the planner's estimates. */
+const ESTIMATES = ['Startup Cost', 'Total Cost', 'Plan Rows', 'Plan Width'];
+/** Plan keys only EXPLAIN VERBOSE shows (the tool always asks for VERBOSE, to see schemas). */
+const VERBOSE_ONLY = ['Output', 'Schema', 'Query Identifier'];
+
 /**
  * The one path every SQL text takes: parse and shape check, static rules, then — inside the
- * read-only transaction — catalog rules and capped execution. Tools, resources and prompts all
- * go through it.
+ * read-only transaction — name resolution with the masking, schema and catalog rules on what
+ * each reference resolves to, and capped execution. Tools, resources and prompts all go
+ * through it.
  */
 export class SqlService {
   readonly db: PostgresDatabase;
   readonly config: PostgresConfig;
   readonly policy: SqlPolicyOptions;
+  /** Where unqualified relation names are looked up: pg_catalog first, as PostgreSQL does. */
+  readonly #searchPath: readonly string[];
+  readonly #allowed: ReadonlySet<string>;
 
   constructor(db: PostgresDatabase, config: PostgresConfig) {
     this.db = db;
     this.config = config;
     this.policy = { schemas: db.schemas, allowFunctions: config.POSTGRES_ALLOW_FUNCTIONS };
+    this.#searchPath = db.schemas.includes('pg_catalog')
+      ? db.schemas
+      : ['pg_catalog', ...db.schemas];
+    this.#allowed = new Set(db.schemas);
   }
 
   /**
@@ -41,6 +75,9 @@ export class SqlService {
     maxSize: 4 * 1024 * 1024,
     sizeCalculation: (_value, sql) => sql.length + 1,
   });
+
+  /** Each analysed statement's last resolution (kept as long as the analysis is cached). */
+  readonly #resolved = new WeakMap<SqlAnalysis, Resolved>();
 
   /** Parses and applies the rules that need no database (layer 2, first half). */
   async check(sql: string): Promise<SqlAnalysis> {
@@ -62,6 +99,135 @@ export class SqlService {
     }
   }
 
+  /** The catalog stage: resolution and its rules, the function rules, the masking plan. */
+  async verdict(analysis: SqlAnalysis, client: PoolClient): Promise<Verdict> {
+    const catalog = this.db.catalog(client);
+    const reached = await reachedBy(analysis, this.policy, catalog);
+    const resolution = await this.resolve(
+      analysis,
+      catalog,
+      await catalog.maskedColumns(),
+      reached,
+    );
+    const { sessionSafe } = await checkCatalog(reached, resolution, this.policy);
+    return { resolution, sessionSafe, mask: maskPlan(resolution, await catalog.maskedColumns()) };
+  }
+
+  /** What the catalog sees for name resolution, recording what it was asked. */
+  #input(
+    catalog: Catalog,
+    masked: MaskedSet,
+    reached?: Reached,
+    reads?: Array<[string, string, RelationInfo | null]>,
+  ): ResolverCatalog {
+    const functions = new Set(reached?.functions.map((f) => f.name));
+    return {
+      // Without the catalog's list (the schema tools), any name may be a function.
+      isFunction: (name) => reached === undefined || functions.has(name),
+      relation: (schema, name) => {
+        const info = catalog.relation(schema, name);
+        if (info !== undefined) reads?.push([schema, name, info]);
+        return info;
+      },
+      masked: (oid, attnum) => masked.byOrigin.get(`${oid}:${attnum}`),
+      searchPath: this.#searchPath,
+      allowed: this.#allowed,
+      database: this.db.database,
+    };
+  }
+
+  /** Resolves the statement, looking up what it needs; reused while nothing it read changed. */
+  private async resolve(
+    analysis: SqlAnalysis,
+    catalog: Catalog,
+    cached: MaskedSet,
+    reached: Reached,
+  ): Promise<Resolution> {
+    let masked = cached;
+    const known = this.#resolved.get(analysis);
+    if (
+      known !== undefined &&
+      known.masked === masked &&
+      known.reads.every(([schema, name, info]) => catalog.relation(schema, name) === info)
+    ) {
+      return known.resolution;
+    }
+    await catalog.loadRelations(
+      analysis.relations.flatMap((r) =>
+        r.schema === undefined
+          ? this.#searchPath.map((s) => relationKey(s, r.name))
+          : [relationKey(r.schema, r.name)],
+      ),
+    );
+    let refreshed = false;
+    for (let round = 1; ; round++) {
+      const reads: Array<[string, string, RelationInfo | null]> = [];
+      const resolution = resolveStatement(
+        analysis.select,
+        this.#input(catalog, masked, reached, reads),
+      );
+      if (round === LOOKUP_ROUNDS) {
+        throw new SqlRefusedError(
+          'unresolved_reference',
+          `the statement's views are nested more than ${LOOKUP_ROUNDS} deep; query the tables they read instead.`,
+        );
+      }
+      if (resolution.missing.length > 0) {
+        await catalog.loadRelations(resolution.missing);
+        continue;
+      }
+      // A reference to nothing known, beside a masked column: the cached catalog may be older
+      // than the database (a column added since). Looked up afresh, a reference that still
+      // denotes nothing is one PostgreSQL refuses with its own error.
+      if (resolution.unresolved.length > 0 && resolution.maskedInReach && !refreshed) {
+        refreshed = true;
+        await catalog.loadRelations(
+          reads.map(([schema, name]) => relationKey(schema, name)),
+          { fresh: true },
+        );
+        masked = await catalog.maskedColumns({ fresh: true });
+        continue;
+      }
+      this.#resolved.set(analysis, { masked, reads, resolution });
+      return resolution;
+    }
+  }
+
+  /**
+   * For the schema tools: which columns of a table or view come back masked — its own masked
+   * columns, and a view's columns that pass a masked value through or compute from one.
+   */
+  async maskedColumnsOf(
+    client: PoolClient,
+    schema: string,
+    name: string,
+  ): Promise<(column: string) => boolean> {
+    const catalog = this.db.catalog(client);
+    const masked = await catalog.maskedColumns();
+    await catalog.loadRelations([relationKey(schema, name)]);
+    const info = catalog.relation(schema, name);
+    if (info === null || info === undefined) return () => false;
+    let attnums: ReadonlySet<number>;
+    if (info.kind === 'v' || info.kind === 'm') {
+      for (let round = 1; ; round++) {
+        const found = viewColumnsMasked(info, this.#input(catalog, masked));
+        if (found.missing.length === 0 || round === LOOKUP_ROUNDS) {
+          attnums = found.masked;
+          break;
+        }
+        await catalog.loadRelations(found.missing);
+      }
+    } else {
+      attnums = new Set(
+        info.columns
+          .filter((c) => masked.byOrigin.has(`${info.oid}:${c.attnum}`))
+          .map((c) => c.attnum),
+      );
+    }
+    const names = new Set(info.columns.filter((c) => attnums.has(c.attnum)).map((c) => c.name));
+    return (column) => names.has(column);
+  }
+
   /** Runs a SELECT (or an EXPLAIN of one) under every layer, returning the capped result. */
   async query(
     bounds: CallBounds,
@@ -72,18 +238,47 @@ export class SqlService {
     const analysis = await this.check(sql);
     const started = performance.now();
     const output = await this.db.runStatement(bounds, async (client) => {
-      const verdict = await checkCatalog(analysis, this.policy, this.db.catalog(client));
+      const verdict = await this.verdict(analysis, client);
+      if (analysis.kind === 'explain') this.explainable(verdict.resolution, analysis.analyze, true);
       return {
         sql: analysis.statement,
         params,
         sessionCheck: !verdict.sessionSafe,
         rows: new CappedRows(
           { maxRows, maxBytes: this.config.POSTGRES_MAX_BYTES },
-          { all: verdict.masked, touched: verdict.touched },
+          // An EXPLAIN answers with the plan's lines, not the query's columns.
+          analysis.kind === 'explain' ? NO_MASK : verdict.mask,
         ),
       };
     });
     return { ...output, durationMs: Math.round((performance.now() - started) * 10) / 10 };
+  }
+
+  /**
+   * Refuses an EXPLAIN whose plan would carry what the answers may not: planner estimates
+   * computed from masked values (through postgres_query, whose EXPLAIN output is not rewritten;
+   * with ANALYZE, sizes, memory and buffers too), or objects outside the allowed schemas that a
+   * view, a partition or an inheritance child brings in.
+   */
+  private explainable(resolution: Resolution, analyze: boolean, viaQuery: boolean): void {
+    if (resolution.touchesMasked && (viaQuery || analyze)) {
+      throw new SqlRefusedError(
+        'masked_column',
+        viaQuery
+          ? 'the statement reads a masked column, and an EXPLAIN of it shows planner estimates (rows, widths, costs) computed from the masked values. Use postgres_explain, which shows such a plan without them.'
+          : 'the statement reads a masked column, and EXPLAIN ANALYZE reports sizes, memory and buffers that depend on its values. Explain it without analyze (the plan comes without estimates).',
+      );
+    }
+    for (const { info, through } of resolution.relations) {
+      const outside = [info.schema, ...info.descendantSchemas].find((s) => !this.#allowed.has(s));
+      if (outside === undefined) continue;
+      const system =
+        outside === 'pg_catalog' || outside === 'information_schema' || outside.startsWith('pg_');
+      throw new SqlRefusedError(
+        system ? 'system_catalog' : 'schema_not_allowed',
+        `its plan would show ${outside === info.schema ? `${info.schema}.${info.name}` : `partitions or children of ${info.schema}.${info.name} in schema "${outside}"`}${through === undefined ? '' : ` (read through the view ${through})`}, outside the allowed schemas (${this.db.schemas.join(', ')}), with the planner's estimates of its size.`,
+      );
+    }
   }
 
   /** EXPLAIN (FORMAT JSON) of a SELECT; ANALYZE only when configured. */
@@ -92,7 +287,7 @@ export class SqlService {
     sql: string,
     params: readonly QueryParam[],
     options: { analyze: boolean; verbose: boolean },
-  ): Promise<{ plan: unknown; analysis: SqlAnalysis }> {
+  ): Promise<{ plan: unknown; estimates: boolean; relations: readonly ReadRelation[] }> {
     const analysis = await this.check(sql);
     if (analysis.kind !== 'select') {
       throw new SqlRefusedError(
@@ -109,17 +304,15 @@ export class SqlService {
     // A query with $n placeholders and no values gets a generic plan: prepared, planned with
     // plan_cache_mode = force_generic_plan, deallocated (prepared statements outlive ROLLBACK).
     const generic = !options.analyze && params.length === 0 && analysis.parameterCount > 0;
+    // Always VERBOSE: the plan then names each relation's schema, which is checked below.
     const flags = [
       'FORMAT JSON',
+      'VERBOSE',
       ...(options.analyze ? ['ANALYZE', 'BUFFERS'] : []),
-      ...(options.verbose ? ['VERBOSE'] : []),
     ].join(', ');
-    const plan = await this.db.transaction(bounds, async (client) => {
-      const catalog = this.db.catalog(client);
-      // A plan without ANALYZE reads no rows, so masking has nothing to protect there; with
-      // ANALYZE the row counts could reveal a filter on a masked column.
-      const explained = options.analyze ? analysis : { ...analysis, columns: [] };
-      await checkCatalog(explained, this.policy, catalog);
+    const { plan, resolution } = await this.db.transaction(bounds, async (client) => {
+      const verdict = await this.verdict(analysis, client);
+      this.explainable(verdict.resolution, options.analyze, false);
       // queryMode 'extended': even without parameters, the extended protocol (one statement).
       const run = async (text: string, values: unknown[]) =>
         (
@@ -129,15 +322,76 @@ export class SqlService {
             queryMode: 'extended',
           } as QueryConfig)
         ).rows[0]?.['QUERY PLAN'];
-      if (!generic) return run(`EXPLAIN (${flags}) ${analysis.statement}`, [...params]);
+      if (!generic) {
+        return {
+          plan: await run(`EXPLAIN (${flags}) ${analysis.statement}`, [...params]),
+          resolution: verdict.resolution,
+        };
+      }
       // On an error the connection is destroyed, and the prepared statement with it.
       await run(`PREPARE gatehouse_explain AS ${analysis.statement}`, []);
       await client.query('SET LOCAL plan_cache_mode = force_generic_plan');
       const nulls = new Array<string>(analysis.parameterCount).fill('NULL').join(', ');
       const result = await run(`EXPLAIN (${flags}) EXECUTE gatehouse_explain(${nulls})`, []);
       await client.query('DEALLOCATE gatehouse_explain');
-      return result;
+      return { plan: result, resolution: verdict.resolution };
     });
-    return { plan, analysis };
+    const estimates = !resolution.touchesMasked;
+    return {
+      plan: this.shownPlan(plan, { estimates, verbose: options.verbose }),
+      estimates,
+      relations: resolution.relations.filter((r) => r.through === undefined),
+    };
   }
+
+  /**
+   * The plan as shown: every relation it scans must be in an allowed schema (the last check,
+   * on what PostgreSQL planned, whatever resolution found: a partition in another schema shows
+   * here); estimates are removed from a plan of masked values; VERBOSE-only keys unless asked.
+   */
+  private shownPlan(plan: unknown, options: { estimates: boolean; verbose: boolean }): unknown {
+    const walk = (value: unknown): unknown => {
+      if (Array.isArray(value)) return value.map(walk);
+      if (typeof value !== 'object' || value === null) return value;
+      const node = value as Record<string, unknown>;
+      if (
+        typeof node['Relation Name'] === 'string' &&
+        typeof node.Schema === 'string' &&
+        !this.#allowed.has(node.Schema)
+      ) {
+        throw new SqlRefusedError(
+          'schema_not_allowed',
+          `its plan scans ${node.Schema}.${node['Relation Name']}, outside the allowed schemas (${this.db.schemas.join(', ')}).`,
+        );
+      }
+      const out: Record<string, unknown> = {};
+      for (const [key, inner] of Object.entries(node)) {
+        if (!options.estimates && ESTIMATES.includes(key)) continue;
+        if (!options.verbose && VERBOSE_ONLY.includes(key)) continue;
+        out[key] = walk(inner);
+      }
+      return out;
+    };
+    return walk(plan);
+  }
+}
+
+/** Which answer columns to mask, from the resolution and the masked columns' origins. */
+function maskPlan(resolution: Resolution, masked: MaskedSet): MaskPlan {
+  if (masked.columns.length === 0 && resolution.maskedOrigins.size === 0) return NO_MASK;
+  const positions = new Set<number>();
+  resolution.outputs.forEach((label, i) => {
+    if (label !== null) positions.add(i);
+  });
+  const read = new Set(resolution.relations.map((r) => r.info.oid));
+  return {
+    positions,
+    origins: new Set([...masked.byOrigin.keys(), ...resolution.maskedOrigins]),
+    names: new Set([
+      ...masked.columns.filter((m) => read.has(m.tableOid)).map((m) => m.column),
+      ...resolution.maskedNames,
+    ]),
+    width:
+      resolution.touchesMasked && resolution.outputsExact ? resolution.outputs.length : undefined,
+  };
 }

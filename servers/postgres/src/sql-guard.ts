@@ -1,5 +1,6 @@
 import { PolicyError } from '@gatehouse/core';
 import { parse } from 'libpg-query';
+import type { SelectStmt } from 'libpg-query';
 
 /**
  * Layer 2 of the read-only guarantee: the real PostgreSQL parser (libpg-query, the server's own
@@ -23,7 +24,8 @@ export type SqlRule =
   | 'name_lookup'
   | 'schema_not_allowed'
   | 'system_catalog'
-  | 'masked_column';
+  | 'masked_column'
+  | 'unresolved_reference';
 
 /**
  * A statement the guard refused; the message names the rule and what to do instead. Audited as
@@ -45,24 +47,20 @@ export interface QualifiedName {
   readonly name: string;
 }
 
-/** A column reference, with where it stands (for masking). */
-export interface ColumnReference {
-  /** The dotted fields, the last one `*` for a star. */
-  readonly fields: readonly string[];
-  /** A bare column or star in the outermost SELECT list, whose origin PostgreSQL reports. */
-  readonly topLevel: boolean;
-}
-
 /**
  * A text that PostgreSQL resolves to a catalog object by name — a cast to `regclass` and the other
- * reg* types, `to_regclass()` and its siblings, a function that takes an object's name: whether
- * it resolves (or errors) tells whether the object exists, so its schema must be an allowed one.
+ * reg* types, `to_regclass()` and its siblings, a function that takes an object's name or oid:
+ * whether it resolves (or errors) tells whether the object exists, and what it returns describes
+ * it, so its schema must be an allowed one — and it must be a name, not an oid (an oid names no
+ * schema: counting through them would reach every object of the database).
  */
 export interface NameLookup {
   /** What looks the name up, for the message (`::regclass`, `to_regclass()`). */
   readonly via: string;
   /** The constant text looked up; undefined when it is an expression (unknown until run). */
   readonly value: string | undefined;
+  /** Whether the object is given by its oid (a number) instead of its name. */
+  readonly byOid: boolean;
   /** Whether the text names a schema itself (`::regnamespace`, `has_schema_privilege()`). */
   readonly schema: boolean;
 }
@@ -74,30 +72,24 @@ export interface SqlAnalysis {
   readonly analyze: boolean;
   /** The statement text without a trailing semicolon or trailing comment. */
   readonly statement: string;
+  /** The query itself (the SELECT, or the SELECT an EXPLAIN explains), for name resolution. */
+  readonly select: SelectStmt;
   readonly functions: readonly QualifiedName[];
+  /**
+   * The last name of every qualified column reference (`t.f`): when `t` has no column `f`,
+   * PostgreSQL calls the function `f(t)` (functional notation).
+   */
+  readonly columnFunctions: readonly string[];
   readonly operators: readonly QualifiedName[];
   /** Every type the statement names (casts, typed literals, column definition lists). */
   readonly types: readonly QualifiedName[];
   /** Texts resolved to catalog objects by name (see {@link NameLookup}). */
   readonly nameLookups: readonly NameLookup[];
-  /** Tables, views and CTE references in FROM clauses (CTE names included, unqualified). */
-  readonly relations: readonly QualifiedName[];
-  readonly cteNames: ReadonlySet<string>;
-  /** Every name a whole row can be referred by (table names, aliases, CTE names). */
-  readonly rowNames: ReadonlySet<string>;
-  readonly columns: readonly ColumnReference[];
-  /** Column names in JOIN … USING (…). */
-  readonly usingColumns: readonly string[];
-  /** Whether a NATURAL join appears (it joins on every same-named column). */
-  readonly naturalJoin: boolean;
   /**
-   * The outermost SELECT list as masking sees it: a bare column's name, `*` for a star, null
-   * for anything else; and the positions its ORDER BY/GROUP BY/DISTINCT ON refer to (`ORDER BY 2`).
+   * Every relation name in a FROM clause as written — the names of CTE references too: what
+   * the statement can run is looked up for all of them, whatever resolution decides later.
    */
-  readonly topTargets: ReadonlyArray<string | null>;
-  readonly topPositions: readonly number[];
-  /** Output aliases of bare top-level columns: alias → column name. */
-  readonly topAliases: ReadonlyMap<string, string>;
+  readonly relations: readonly QualifiedName[];
   /** The highest `$n` the statement uses (0 for none). */
   readonly parameterCount: number;
 }
@@ -117,11 +109,21 @@ const REG_TYPES = new Set([
   'regcollation',
 ]);
 
-/** Functions that look up catalog objects by a name given as text. */
+/**
+ * Functions that look a catalog object up by a name (or an oid) given as an argument and answer
+ * something about it: its existence, size, definition, privileges, properties.
+ */
 const NAME_FUNCTIONS =
-  /^(?:to_reg\w+|has_\w+_privilege|pg_(?:relation|table|indexes|total_relation)_size|pg_relation_file(?:node|path)|pg_get_viewdef|pg_get_serial_sequence|obj_description|col_description|shobj_description)$/;
+  /^(?:to_reg\w+|has_\w+_privilege|pg_(?:relation|table|indexes|total_relation)_size|pg_relation_file(?:node|path)|pg_filenode_relation|pg_get_\w+def|pg_get_expr|pg_get_function_\w+|pg_get_serial_sequence|pg_get_partition_constraintdef|pg_get_statisticsobjdef\w*|pg_get_replica_identity_index|pg_describe_object|pg_identify_object\w*|pg_partition_(?:tree|ancestors|root)|pg_sequence_(?:last_value|parameters)|pg_(?:column|relation)_is_updatable|pg_index(?:_column)?_has_property|row_security_active|format_type|obj_description|col_description|shobj_description)$/;
 /** …of which these take a schema's name. */
 const SCHEMA_NAME_FUNCTIONS = /^(?:to_regnamespace|has_schema_privilege)$/;
+
+/** Which argument of a name function is the object (the others: a role, a privilege, a column). */
+function objectArgument(name: string, count: number): number {
+  if (name === 'has_column_privilege') return count >= 4 ? 1 : 0;
+  if (/^has_\w+_privilege$/.test(name)) return count >= 3 ? 1 : 0;
+  return 0;
+}
 
 /** Statement nodes that change data; one anywhere (a CTE, a sub-statement) refuses the query. */
 const WRITE_NODES = new Set(['InsertStmt', 'UpdateStmt', 'DeleteStmt', 'MergeStmt']);
@@ -268,55 +270,32 @@ function collect(
   top: Node,
 ): SqlAnalysis {
   const functions: QualifiedName[] = [];
+  const columnFunctions = new Set<string>();
   const operators: QualifiedName[] = [];
   const types: QualifiedName[] = [];
   const nameLookups: NameLookup[] = [];
-  // The constant text of an argument, '' marking a number (an oid: no name to look up).
-  const constantText = (arg: unknown): string | undefined => {
-    const value = isNode(arg) && isNode(arg.A_Const) ? arg.A_Const : undefined;
-    if (value === undefined) return undefined;
-    if (isNode(value.sval) && typeof value.sval.sval === 'string') return value.sval.sval;
-    return isNode(value.ival) || isNode(value.fval) ? '' : undefined;
-  };
   const relations: QualifiedName[] = [];
-  const cteNames = new Set<string>();
-  const rowNames = new Set<string>();
-  const columns: ColumnReference[] = [];
-  const usingColumns: string[] = [];
-  let naturalJoin = false;
-  const topAliases = new Map<string, string>();
-  const topTargets: Array<string | null> = [];
-  const topPositions: number[] = [];
   let parameterCount = 0;
 
-  // The outermost SELECT list's bare columns are reported with their origin (table, column)
-  // in RowDescription, so their values can be masked; anything else must not touch a masked
-  // column. A set operation (UNION…) loses the origin, so its branches are not "top level".
-  const topLevel = new Set<Node>();
-  if (top.op === undefined || top.op === 'SETOP_NONE') {
-    for (const target of (top.targetList as Node[] | undefined) ?? []) {
-      const res = target.ResTarget as Node | undefined;
-      const val = res?.val as Node | undefined;
-      if (isNode(val) && isNode(val.ColumnRef)) {
-        topLevel.add(val.ColumnRef);
-        const fields = names(val.ColumnRef.fields);
-        topTargets.push(fields.at(-1)!);
-        if (typeof res?.name === 'string' && fields.at(-1) !== '*') {
-          topAliases.set(res.name, fields.at(-1)!);
-        }
-      } else {
-        topTargets.push(null);
-      }
+  // An object argument: a constant name, a number (an oid), or an expression. A constant cast
+  // to a reg* type is the constant (the cast is a lookup of its own).
+  const lookup = (via: string, arg: unknown, schema: boolean): NameLookup => {
+    let node = isNode(arg) ? arg : {};
+    const cast = isNode(node.TypeCast) ? node.TypeCast : undefined;
+    if (
+      cast !== undefined &&
+      REG_TYPES.has(names((cast.typeName as Node | undefined)?.names).at(-1) ?? '')
+    ) {
+      node = isNode(cast.arg) ? cast.arg : {};
     }
-  }
-  for (const clause of ['sortClause', 'groupClause', 'distinctClause'] as const) {
-    for (const item of (top[clause] as Node[] | undefined) ?? []) {
-      const expr = (item.SortBy as Node | undefined)?.node ?? item;
-      if (isNode(expr) && isNode(expr.A_Const) && isNode(expr.A_Const.ival)) {
-        topPositions.push(Number(expr.A_Const.ival.ival ?? 0));
-      }
-    }
-  }
+    const value = isNode(node.A_Const) ? node.A_Const : undefined;
+    const text =
+      isNode(value?.sval) && typeof value.sval.sval === 'string' ? value.sval.sval : undefined;
+    const number = isNode(value?.ival) || isNode(value?.fval);
+    // A text of digits is an oid to the reg* input functions.
+    const byOid = number || (text !== undefined && /^\s*\d+\s*$/.test(text));
+    return { via, value: number ? '' : text, byOid, schema };
+  };
 
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) {
@@ -355,16 +334,10 @@ function collect(
           const fn = qualified(names(body.funcname));
           functions.push(fn);
           const name = fn.name.toLowerCase();
-          if (NAME_FUNCTIONS.test(name)) {
-            for (const arg of (body.args as unknown[] | undefined) ?? []) {
-              const value = constantText(arg);
-              if (value === '') continue;
-              nameLookups.push({
-                via: `${name}()`,
-                value,
-                schema: SCHEMA_NAME_FUNCTIONS.test(name),
-              });
-            }
+          const args = (body.args as unknown[] | undefined) ?? [];
+          const object = args[objectArgument(name, args.length)];
+          if (NAME_FUNCTIONS.test(name) && object !== undefined) {
+            nameLookups.push(lookup(`${name}()`, object, SCHEMA_NAME_FUNCTIONS.test(name)));
           }
           break;
         }
@@ -377,10 +350,7 @@ function collect(
         case 'TypeCast': {
           const target = names((body.typeName as Node | undefined)?.names).at(-1) ?? '';
           if (REG_TYPES.has(target)) {
-            const value = constantText(body.arg);
-            if (value !== '') {
-              nameLookups.push({ via: `::${target}`, value, schema: target === 'regnamespace' });
-            }
+            nameLookups.push(lookup(`::${target}`, body.arg, target === 'regnamespace'));
           }
           break;
         }
@@ -390,6 +360,14 @@ function collect(
           if (name.length > 0 && !/^[A-Z_ ]+$/.test(name.at(-1)!)) operators.push(qualified(name));
           break;
         }
+        case 'SortBy':
+          // ORDER BY x USING <op>
+          if (Array.isArray(body.useOp)) operators.push(qualified(names(body.useOp)));
+          break;
+        case 'RangeTableSample':
+          // The sampling method is a function (its handler).
+          functions.push(qualified(names(body.method)));
+          break;
         case 'RangeVar': {
           const relname = String(body.relname);
           relations.push(
@@ -397,42 +375,15 @@ function collect(
               ? { schema: body.schemaname, name: relname }
               : { name: relname },
           );
-          rowNames.add(relname);
-          const alias = (body.alias as Node | undefined)?.aliasname;
-          if (typeof alias === 'string') rowNames.add(alias);
           break;
         }
-        case 'RangeSubselect':
-        case 'RangeFunction':
-        case 'RangeTableFunc':
-        case 'JsonTable': {
-          const alias = (body.alias as Node | undefined)?.aliasname;
-          if (typeof alias === 'string') rowNames.add(alias);
+        case 'ColumnRef': {
+          const fields = names(body.fields);
+          if (fields.length > 1 && fields.at(-1) !== '*') columnFunctions.add(fields.at(-1)!);
           break;
         }
-        case 'CommonTableExpr':
-          cteNames.add(String(body.ctename));
-          rowNames.add(String(body.ctename));
-          break;
-        case 'JoinExpr':
-          if (body.isNatural === true) naturalJoin = true;
-          usingColumns.push(...names(body.usingClause));
-          break;
         case 'ParamRef':
           parameterCount = Math.max(parameterCount, Number(body.number ?? 0));
-          break;
-        case 'ColumnRef':
-          columns.push({ fields: names(body.fields), topLevel: topLevel.has(body) });
-          break;
-        case 'SubLink':
-          // EXISTS (SELECT * …) never returns its SELECT list: a star there reads nothing.
-          if (body.subLinkType === 'EXISTS_SUBLINK' && isNode(body.subselect)) {
-            const sub = body.subselect.SelectStmt as Node | undefined;
-            if (sub !== undefined) {
-              visit({ ...body, subselect: { SelectStmt: { ...sub, targetList: [] } } });
-              continue;
-            }
-          }
           break;
         default:
           break;
@@ -446,19 +397,13 @@ function collect(
     kind,
     analyze,
     statement,
+    select: top,
     functions,
+    columnFunctions: [...columnFunctions],
     operators,
     types,
     nameLookups,
-    relations: relations.filter((r) => r.schema !== undefined || !cteNames.has(r.name)),
-    cteNames,
-    rowNames,
-    columns,
-    usingColumns,
-    naturalJoin,
-    topAliases,
-    topTargets,
-    topPositions,
+    relations,
     parameterCount,
   };
 }

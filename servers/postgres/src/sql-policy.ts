@@ -1,5 +1,8 @@
+import type { Resolution } from './resolve.js';
 import { SqlRefusedError, analyzeSql } from './sql-guard.js';
 import type { NameLookup, QualifiedName, SqlAnalysis } from './sql-guard.js';
+
+export type { MaskedColumn } from './resolve.js';
 
 /**
  * The function, schema and masking rules applied to a parsed statement (layer 2, after the
@@ -53,7 +56,7 @@ const DENIED: ReadonlyArray<readonly [RegExp, string]> = [
  * view would, so they are refused like it — unless pg_catalog is an allowed schema.
  */
 const SYSTEM_VIEW_FUNCTIONS =
-  /^(?:pg_stat_get_\w+|pg_stat_have_stats|pg_lock_status|pg_blocking_pids|pg_safe_snapshot_blocking_pids|pg_show_all_settings|pg_show_all_file_settings|pg_hba_file_rules|pg_ident_file_mappings|pg_config|pg_cursor|pg_prepared_statement|pg_prepared_xact|pg_get_backend_memory_contexts|pg_get_shmem_allocations(?:_numa)?|pg_get_aios|pg_get_wait_events|pg_get_replication_slots|pg_get_publication_tables|pg_show_replication_origin_status|pg_available_extensions|pg_available_extension_versions|pg_mcv_list_items|pg_get_catalog_foreign_keys|pg_control_\w+|pg_get_wal_\w+|pg_walfile_name\w*|pg_current_wal_\w+|pg_last_wal_\w+|pg_stat_statements\w*)$/;
+  /^(?:pg_stat_get_\w+|pg_stat_have_stats|pg_lock_status|pg_blocking_pids|pg_safe_snapshot_blocking_pids|pg_show_all_settings|pg_show_all_file_settings|pg_hba_file_rules|pg_ident_file_mappings|pg_config|pg_cursor|pg_prepared_statement|pg_prepared_xact|pg_get_backend_memory_contexts|pg_get_shmem_allocations(?:_numa)?|pg_get_aios|pg_get_wait_events|pg_get_replication_slots|pg_get_publication_tables|pg_show_replication_origin_status|pg_available_extensions|pg_available_extension_versions|pg_mcv_list_items|pg_get_catalog_foreign_keys|pg_get_userbyid|pg_control_\w+|pg_get_wal_\w+|pg_walfile_name\w*|pg_current_wal_\w+|pg_last_wal_\w+|pg_stat_statements\w*)$/;
 
 /** Volatile built-ins that only read a clock or a random source. */
 const HARMLESS_VOLATILE = new Set([
@@ -74,18 +77,11 @@ export interface SqlPolicyOptions {
   readonly allowFunctions: readonly string[];
 }
 
-/** A masked column as resolved from the catalog. */
-export interface MaskedColumn {
-  readonly schema: string;
-  readonly table: string;
-  readonly column: string;
-  readonly tableOid: number;
-  readonly attnum: number;
-}
-
 /** The catalog objects a statement names, each as the `schema.name` candidates it may resolve to. */
 export interface StatementObjects {
   readonly functions: readonly string[];
+  /** Functions a column reference may call in functional notation (`t.f` for `f(t)`). */
+  readonly columnFunctions: readonly string[];
   readonly operators: readonly string[];
   readonly relations: readonly string[];
   readonly types: readonly string[];
@@ -101,8 +97,9 @@ export interface ReachedFunction {
   /** SECURITY DEFINER: runs with its owner's rights. */
   readonly definer: boolean;
   /**
-   * `call` (named in the SQL), `operator`, `cast`, `domain constraint`, `domain default`,
-   * `aggregate support`, `type input/output`, `view`, `row security policy`, `generated column`.
+   * `call` (named in the SQL), `column notation` (maybe called as `t.f`), `operator`, `cast`,
+   * `domain constraint`, `domain default`, `aggregate support`, `type input/output`, `view`,
+   * `row security policy`, `generated column`.
    */
   readonly via: string;
 }
@@ -115,9 +112,11 @@ export interface Reached {
     readonly name: string;
     readonly definition: string;
   }>;
+  /** Foreign tables it reads (their wrapper's code runs). */
+  readonly foreign: Array<{ readonly schema: string; readonly name: string }>;
 }
 
-/** The catalog facts the rules ask the database for (cached by the caller). */
+/** The catalog facts the function rules ask the database for (cached by the caller). */
 export interface CatalogLookup {
   /**
    * Every function PostgreSQL may run on the statement's behalf: those it calls, the functions
@@ -126,8 +125,6 @@ export interface CatalogLookup {
    * row-security policies and virtual generated columns it reads call — recursively.
    */
   reached(objects: StatementObjects): Promise<Reached>;
-  /** Every masked column in the allowed schemas. */
-  maskedColumns(): Promise<readonly MaskedColumn[]>;
 }
 
 const SYSTEM_SCHEMAS = new Set(['pg_catalog', 'information_schema']);
@@ -162,6 +159,8 @@ export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): v
     }
   }
   for (const lookup of analysis.nameLookups) checkNameLookup(lookup, options.schemas);
+  // A qualified relation is never a CTE: its schema decides now. (Unqualified names are
+  // resolved against the catalog: a CTE, pg_catalog, or an allowed schema.)
   for (const rel of analysis.relations) {
     if (rel.schema !== undefined && !allowed.has(rel.schema)) {
       throw new SqlRefusedError(
@@ -169,12 +168,6 @@ export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): v
           ? 'system_catalog'
           : 'schema_not_allowed',
         `${display(rel)} is outside the allowed schemas (${options.schemas.join(', ')}). Use postgres_list_tables to see what is available.`,
-      );
-    }
-    if (rel.schema === undefined && rel.name.startsWith('pg_') && !allowed.has('pg_catalog')) {
-      throw new SqlRefusedError(
-        'system_catalog',
-        `${rel.name} is a system catalog, outside the allowed schemas. Use postgres_list_tables and postgres_describe_table for metadata.`,
       );
     }
   }
@@ -229,6 +222,12 @@ function nameParts(text: string): string[] {
  * the allowed schemas (the search path) and pg_catalog only; an expression cannot be checked.
  */
 function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
+  if (lookup.byOid) {
+    throw new SqlRefusedError(
+      'name_lookup',
+      `${lookup.via} looks a catalog object up by its oid; name it instead (in an allowed schema: ${schemas.join(', ')}), as a constant.`,
+    );
+  }
   if (lookup.value === undefined) {
     throw new SqlRefusedError(
       'name_lookup',
@@ -236,13 +235,9 @@ function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
     );
   }
   const parts = nameParts(lookup.value);
-  const privilege =
-    /^(?:\s*(?:select|insert|update|delete|truncate|references|trigger|usage|create|connect|temp|temporary|execute|set|alter system|maintain)(?:\s+with\s+grant\s+option)?\s*(?:,|$))+$/i.test(
-      lookup.value,
-    );
   const schema =
     lookup.schema && parts.length === 1 ? parts[0] : parts.length >= 2 ? parts.at(-2) : undefined;
-  if (schema === undefined || privilege || schemas.includes(schema)) return;
+  if (schema === undefined || schemas.includes(schema)) return;
   throw new SqlRefusedError(
     schema === 'pg_catalog' || schema === 'information_schema' || schema.startsWith('pg_')
       ? 'system_catalog'
@@ -272,16 +267,13 @@ function isAllowedFunction(fn: string, allow: readonly string[]): boolean {
 }
 
 /**
- * The catalog rules: every function the statement may run — named, or reached through an
- * operator, an aggregate, a cast, a domain, a type, a view, a policy — against the denied list,
- * the system-view functions, volatility and SECURITY DEFINER (refused unless the operator allows
- * it by name); then masking. Returns the masked columns the query touches (for the result filter).
+ * Every function the statement may run, from every name it spells (see {@link CatalogLookup}).
  */
-export async function checkCatalog(
+export async function reachedBy(
   analysis: SqlAnalysis,
   options: SqlPolicyOptions,
   catalog: CatalogLookup,
-): Promise<CatalogVerdict> {
+): Promise<Reached> {
   const searched = ['pg_catalog', ...options.schemas];
   const candidates = (names: readonly QualifiedName[]): string[] => [
     ...new Set(
@@ -292,12 +284,26 @@ export async function checkCatalog(
       ),
     ),
   ];
-  const reached = await catalog.reached({
+  return catalog.reached({
     functions: candidates(analysis.functions),
+    columnFunctions: candidates(analysis.columnFunctions.map((name) => ({ name }))),
     operators: candidates(analysis.operators),
     relations: candidates(analysis.relations),
     types: candidates(analysis.types),
   });
+}
+
+/**
+ * The catalog rules: every function the statement may run — named, called in column notation,
+ * or reached through an operator, an aggregate, a cast, a domain, a type, a view, a policy —
+ * against the denied list, the system-view functions, volatility and SECURITY DEFINER (refused
+ * unless the operator allows it by name). Returns whether the session check may be skipped.
+ */
+export async function checkCatalog(
+  reached: Reached,
+  resolution: Pick<Resolution, 'columnFunctions'>,
+  options: SqlPolicyOptions,
+): Promise<CatalogVerdict> {
   const allowed = new Set(options.schemas);
   // What a view calls among the built-in functions is not in the catalog's dependencies (they
   // are pinned): its definition is parsed and its calls judged by name, like the query's own.
@@ -312,7 +318,10 @@ export async function checkCatalog(
       );
     }
   }
+  // A name after a dot is a function only where resolution found no such column.
+  const called = new Set(resolution.columnFunctions);
   for (const fn of reached.functions) {
+    if (fn.via === 'column notation' && !called.has(fn.name)) continue;
     const key = `${fn.schema}.${fn.name}`;
     const via = fn.via === 'call' ? '' : ` (reached through a ${fn.via})`;
     const shown = `${fn.signature.includes('.') ? '' : `${fn.schema}.`}${fn.signature}`;
@@ -339,77 +348,24 @@ export async function checkCatalog(
       );
     }
   }
-  // Only a function can leave session state past ROLLBACK (an advisory lock, a prepared
-  // statement…). Built-in functions that are not volatile cannot (only a superuser can change
-  // them); a view's built-in calls are not in the list above, so a view counts as unknown.
+  // The session check is skipped only when the statement is proven unable to leave state past
+  // ROLLBACK (an advisory lock, a prepared statement…): everything it can run is a built-in,
+  // non-volatile function (only a superuser can change those). The proof stands on the catalog
+  // closure of every name the statement spells — CTE names and `t.f` candidates included, and
+  // whatever resolution decided — so a view, a foreign table or owner code anywhere makes the
+  // check run.
   const sessionSafe =
     reached.views.length === 0 &&
+    reached.foreign.length === 0 &&
     reached.functions.every((fn) => fn.schema === 'pg_catalog' && !fn.volatile);
-  const masked = await catalog.maskedColumns();
-  if (masked.length === 0) return { masked, touched: [], sessionSafe };
-  const touched = masked.filter((m) =>
-    analysis.relations.some(
-      (r) => r.name === m.table && (r.schema === undefined || r.schema === m.schema),
-    ),
-  );
-  checkMasking(analysis, touched);
-  return { masked, touched, sessionSafe };
+  return { sessionSafe };
 }
 
 /** What the catalog rules found of a statement they let through. */
 export interface CatalogVerdict {
-  /** Every masked column of the allowed schemas. */
-  readonly masked: readonly MaskedColumn[];
-  /** The masked columns of the tables it touches. */
-  readonly touched: readonly MaskedColumn[];
   /**
    * True when everything it can run is a built-in function that is not volatile: nothing it
    * does can outlive ROLLBACK, so the session check after it can be skipped.
    */
   readonly sessionSafe: boolean;
-}
-
-/**
- * Masking, refuse side: a masked column may appear only as a plain column (or star) in the
- * outermost SELECT list, where PostgreSQL reports its origin and the value is replaced. Used
- * anywhere else — a filter, a join, a sort, a function argument, a subquery, a whole-row
- * reference — it could leak the value through the result, so the query is refused.
- */
-export function checkMasking(analysis: SqlAnalysis, touched: readonly MaskedColumn[]): void {
-  if (touched.length === 0) return;
-  const names = new Set(touched.map((m) => m.column));
-  const list = [...new Set(touched.map((m) => `${m.schema}.${m.table}.${m.column}`))].join(', ');
-  const refuse = (what: string): never => {
-    throw new SqlRefusedError(
-      'masked_column',
-      `${what}. Masked columns (${list}) may only be listed plainly in the outermost SELECT (their values come back masked); they cannot be filtered, joined, sorted, grouped, aggregated, transformed or read through a subquery.`,
-    );
-  };
-  for (const aliasTarget of analysis.topAliases) {
-    if (names.has(aliasTarget[1])) names.add(aliasTarget[0]);
-  }
-  for (const ref of analysis.columns) {
-    const last = ref.fields.at(-1)!;
-    if (last === '*') {
-      if (!ref.topLevel) refuse(`${ref.fields.join('.')} below the outermost SELECT list`);
-      continue;
-    }
-    if (ref.fields.length === 1 && analysis.rowNames.has(last) && !names.has(last)) {
-      refuse(`the whole-row reference ${last} would include masked columns`);
-    }
-    if (names.has(last) && !ref.topLevel)
-      refuse(`${ref.fields.join('.')} is used in an expression`);
-  }
-  for (const column of analysis.usingColumns) {
-    if (names.has(column)) refuse(`JOIN … USING (${column}) compares a masked column`);
-  }
-  if (analysis.naturalJoin) refuse('a NATURAL JOIN compares same-named (possibly masked) columns');
-  for (const position of analysis.topPositions) {
-    // A star before the position hides which column it is; otherwise look at the column.
-    const upTo = analysis.topTargets.slice(0, position);
-    const target = analysis.topTargets[position - 1];
-    if (upTo.includes('*') || (target !== null && target !== undefined && names.has(target))) {
-      refuse(`ORDER BY/GROUP BY ${position} sorts or groups by a masked column`);
-    }
-  }
 }

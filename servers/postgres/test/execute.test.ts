@@ -37,10 +37,10 @@ describe('jsonBytes', () => {
 describe('the byte cap', () => {
   it('counts each kept row as its JSON in the rows array, empty rows included', () => {
     const caps = { maxRows: 1_000, maxBytes: 1_000_000 };
-    const rows = new CappedRows(caps, { all: [], touched: [] });
+    const rows = new CappedRows(caps);
     rows.describe([]);
     expect(rows.add([])).toBe(true);
-    const kept = new CappedRows(caps, { all: [], touched: [] });
+    const kept = new CappedRows(caps);
     kept.describe(
       ['a', 'b', 'c'].map((name) => ({
         name,
@@ -63,7 +63,7 @@ describe('the byte cap', () => {
       [exact, 2],
       [exact - 1, 1],
     ] as const) {
-      const capped = new CappedRows({ maxRows: 10, maxBytes }, { all: [], touched: [] });
+      const capped = new CappedRows({ maxRows: 10, maxBytes });
       capped.describe(kept.fields);
       for (const row of kept.rows) capped.add(row as string[]);
       expect(capped.rows).toHaveLength(expected);

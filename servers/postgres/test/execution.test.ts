@@ -37,7 +37,7 @@ function raw(sql: string, target = db, b = bounds()) {
   return target.runStatement(b, async () => ({
     sql,
     params: [],
-    rows: new CappedRows({ maxRows: 100, maxBytes: 65_536 }, { all: [], touched: [] }),
+    rows: new CappedRows({ maxRows: 100, maxBytes: 65_536 }),
   }));
 }
 
@@ -120,6 +120,7 @@ describe('the catalog cache', () => {
         await small.transaction(bounds(), (client) =>
           small.catalog(client).reached({
             functions: [`public.made_up_${i}`],
+            columnFunctions: [],
             operators: [],
             relations: [],
             types: [],
@@ -425,7 +426,7 @@ describe('one round trip', () => {
       const capped = await proxied.runStatement(bounds(), async () => ({
         sql: 'SELECT g FROM generate_series(1, 100000) g',
         params: [],
-        rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }, { all: [], touched: [] }),
+        rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }),
       }));
       expect(capped).toMatchObject({ rowCount: 10, truncated: true, truncatedBy: 'max_rows' });
       expect(proxy.counts).toMatchObject({ sync: 1, query: 0, writes: 1 });
@@ -471,7 +472,7 @@ describe('one round trip', () => {
     const result = await db.runStatement(bounds(), async () => ({
       sql: 'SELECT $1::int + 1 AS n, $2::text IS NULL AS missing, $3::bool AS yes',
       params: [41, null, true],
-      rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }, { all: [], touched: [] }),
+      rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }),
     }));
     expect(result.rows).toEqual([[42, true, true]]);
   });
@@ -483,7 +484,7 @@ describe('one round trip', () => {
       single.runStatement(bounds(), async () => ({
         sql,
         params: [],
-        rows: new CappedRows({ maxRows: 1_000, maxBytes: 16_384 }, { all: [], touched: [] }),
+        rows: new CappedRows({ maxRows: 1_000, maxBytes: 16_384 }),
       }));
     try {
       const first = await pid();

@@ -15,6 +15,16 @@ import { createPostgresServer } from '../src/server.ts';
 
 export const COMPANY_SQL = readFileSync(new URL('../demo/company.sql', import.meta.url), 'utf8');
 export const ROLE_SQL = readFileSync(new URL('../demo/readonly-role.sql', import.meta.url), 'utf8');
+const MASKING_SQL = readFileSync(new URL('./fixtures/masking.sql', import.meta.url), 'utf8');
+
+/** POSTGRES_MASK_COLUMNS for a database with the masking fixture (test/fixtures/masking.sql). */
+export const FIXTURE_MASKS =
+  '*.email,employees.national_id,payroll.ssn,people.badge,tokens.token,notes.secret';
+
+/** Adds the masking fixture's roads to masked values and hidden objects to a company database. */
+export async function addMaskingFixture(company: CompanyDatabase): Promise<void> {
+  await company.admin.query(MASKING_SQL.replaceAll(':role', company.role));
+}
 
 /** A seeded company database with a read-only role, and a privileged connection to it. */
 export interface CompanyDatabase {

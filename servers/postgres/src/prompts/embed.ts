@@ -1,15 +1,17 @@
 import type { PromptMessage } from '@modelcontextprotocol/server';
-import type { ClientBase } from 'pg';
+import type { PoolClient } from 'pg';
 import type { PostgresDatabase } from '../client.js';
+import type { SqlService } from '../service.js';
 import { describeTable, describeTableText, resolveTable } from '../introspect.js';
 import type { TableDescription } from '../introspect.js';
 
 /** Describes the named tables that exist in the allowed schemas, each once, in order. */
 export async function describeNamed(
-  db: PostgresDatabase,
-  client: ClientBase,
+  sql: SqlService,
+  client: PoolClient,
   names: ReadonlyArray<{ schema?: string; name: string }>,
 ): Promise<TableDescription[]> {
+  const { db } = sql;
   const out: TableDescription[] = [];
   const seen = new Set<string>();
   for (const n of names) {
@@ -17,7 +19,13 @@ export async function describeNamed(
     const found = await resolveTable(client, db.schemas, n.name, n.schema);
     if (found === undefined || seen.has(found.oid)) continue;
     seen.add(found.oid);
-    out.push(await describeTable(client, found.oid, (s, t, c) => db.isMasked(s, t, c)));
+    out.push(
+      await describeTable(
+        client,
+        found.oid,
+        await sql.maskedColumnsOf(client, found.schema, n.name),
+      ),
+    );
   }
   return out;
 }

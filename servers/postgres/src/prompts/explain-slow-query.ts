@@ -20,13 +20,13 @@ export function explainSlowQueryPrompt(deps: PostgresDeps) {
       try {
         const explained = await deps.sql.explain(ctx, sql, [], { analyze: false, verbose: false });
         plan = planText(explained.plan);
-        relations = [...explained.analysis.relations];
+        relations = explained.relations.map((r) => ({ schema: r.info.schema, name: r.info.name }));
       } catch (error) {
         if (!(error instanceof ToolError)) throw error;
         plan = `(no plan: ${error.message})`;
       }
       const described = await db.transaction(ctx, (client) =>
-        describeNamed(db, client, relations.slice(0, 8)),
+        describeNamed(deps.sql, client, relations.slice(0, 8)),
       );
       const messages: PromptMessage[] = [
         {

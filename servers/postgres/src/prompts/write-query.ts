@@ -56,7 +56,7 @@ export function writeQueryPrompt(deps: PostgresDeps) {
             all.length <= MAX_TABLES ? all : scored.filter((s) => s.score > 0).map((s) => s.t);
           names = picked.slice(0, MAX_TABLES).map((t) => ({ schema: t.schema, name: t.name }));
         }
-        return describeNamed(db, client, names);
+        return describeNamed(deps.sql, client, names);
       });
       const messages: PromptMessage[] = [
         {

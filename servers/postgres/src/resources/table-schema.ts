@@ -57,7 +57,11 @@ export function tableSchemaResource(deps: PostgresDeps) {
         const found = await resolveTable(client, db.schemas, table, schema);
         return found === undefined
           ? undefined
-          : describeTable(client, found.oid, (s, t, c) => db.isMasked(s, t, c));
+          : describeTable(
+              client,
+              found.oid,
+              await deps.sql.maskedColumnsOf(client, found.schema, table),
+            );
       });
       return description === undefined
         ? undefined

@@ -35,7 +35,8 @@ export function describeTableTool(deps: PostgresDeps) {
       const description = await db.transaction(ctx, async (client) => {
         const found = await resolveTable(client, db.schemas, args.table, args.schema);
         if (found === undefined) return undefined;
-        return describeTable(client, found.oid, (s, t, c) => db.isMasked(s, t, c));
+        const masked = await deps.sql.maskedColumnsOf(client, found.schema, args.table);
+        return describeTable(client, found.oid, masked);
       });
       if (description === undefined) {
         throw new ToolError(

@@ -11,7 +11,7 @@ export function explainTool(deps: PostgresDeps) {
   return defineTool({
     name: 'postgres_explain',
     title: 'Explain a query plan',
-    description: `Show PostgreSQL's execution plan for one SELECT on the ${db.database} database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. ${analyze ? 'With analyze: true the query also runs (read-only, under the statement timeout) and the plan shows actual times and rows.' : 'The query is planned, not run (EXPLAIN ANALYZE is disabled on this server).'}`,
+    description: `Show PostgreSQL's execution plan for one SELECT on the ${db.database} database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. ${analyze ? 'With analyze: true the query also runs (read-only, under the statement timeout) and the plan shows actual times and rows.' : 'The query is planned, not run (EXPLAIN ANALYZE is disabled on this server).'} A query that reads a masked column is explained without the planner's estimates (rows, widths, costs), which come from the masked values; one that filters, joins or sorts on it is refused, like in postgres_query.`,
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
@@ -35,17 +35,22 @@ export function explainTool(deps: PostgresDeps) {
       plan: z.unknown().describe('EXPLAIN (FORMAT JSON) output'),
       text: z.string().describe('The same plan as indented text'),
       analyzed: z.boolean(),
+      estimates: z
+        .boolean()
+        .describe(
+          "False when the planner's estimates were left out (the query reads a masked column)",
+        ),
     }),
     target: () => deps.targets,
     auditArgs: config.POSTGRES_AUDIT_SQL ? 'redacted' : 'shape',
     async handler(args, ctx) {
       const analyzed = args.analyze === true;
-      const { plan } = await deps.sql.explain(ctx, args.sql, args.params ?? [], {
+      const { plan, estimates } = await deps.sql.explain(ctx, args.sql, args.params ?? [], {
         analyze: analyzed,
         verbose: args.verbose === true,
       });
-      const text = planText(plan);
-      return { structured: { plan, text, analyzed }, text };
+      const text = `${estimates ? '' : "(The planner's estimates are left out: the query reads a masked column.)\n"}${planText(plan)}`;
+      return { structured: { plan, text, analyzed, estimates }, text };
     },
   });
 }

@@ -1,0 +1,424 @@
+/**
+ * Statements for the non-interference test (noninterference.test.ts): every road to a masked
+ * value (how a statement reaches it: renamed, shadowed, through a view, a partition…) combined
+ * with every sink (what it does with it: projects, filters, sorts, groups, aggregates, casts,
+ * explains…), plus the roads to hidden schemas and system catalogs. Over the databases of
+ * test/fixtures/masking.sql.
+ */
+
+/** How a statement reaches a masked value. */
+export interface Road {
+  readonly name: string;
+  /** A WITH clause the road needs (without the keyword). */
+  readonly with?: string;
+  readonly from: string;
+  /** A reference to the masked value. */
+  readonly m: string;
+  /** A reference to a column that carries no masked value (for ordering). */
+  readonly id: string;
+  /** A value that splits the masked values in two (as an SQL literal). */
+  readonly mid: string;
+  /** A condition the road adds (a CTE shadowing a table elsewhere in the statement). */
+  readonly where?: string;
+}
+
+const NID = "'NID-5'";
+const EMPLOYEES_AS = 'e(i, n, t, d, mg, h, em, nid)';
+
+export const ROADS: readonly Road[] = [
+  { name: 'direct', from: 'employees', m: 'national_id', id: 'id', mid: NID },
+  { name: 'qualified', from: 'employees e', m: 'e.national_id', id: 'e.id', mid: NID },
+  { name: 'quoted', from: '"employees" "E"', m: '"E"."national_id"', id: '"E".id', mid: NID },
+  { name: 'alias column list', from: `employees ${EMPLOYEES_AS}`, m: 'nid', id: 'i', mid: NID },
+  {
+    name: 'alias column list, qualified',
+    from: `employees ${EMPLOYEES_AS}`,
+    m: 'e.nid',
+    id: 'e.i',
+    mid: NID,
+  },
+  {
+    name: 'subquery rename',
+    from: '(SELECT id AS k, national_id AS x FROM employees) s',
+    m: 's.x',
+    id: 's.k',
+    mid: NID,
+  },
+  {
+    name: 'subquery column list',
+    from: '(SELECT id, national_id FROM employees) s(k, x)',
+    m: 'x',
+    id: 'k',
+    mid: NID,
+  },
+  {
+    name: 'CTE rename',
+    with: 'c AS (SELECT id AS k, national_id AS x FROM employees)',
+    from: 'c',
+    m: 'x',
+    id: 'k',
+    mid: NID,
+  },
+  {
+    name: 'CTE named like the table it reads',
+    with: 'employees AS (SELECT id, national_id AS name FROM employees)',
+    from: 'employees',
+    m: 'name',
+    id: 'id',
+    mid: NID,
+  },
+  {
+    name: 'CTE named like another table',
+    with: 'orders AS (SELECT id, national_id AS status FROM employees)',
+    from: 'orders',
+    m: 'status',
+    id: 'id',
+    mid: NID,
+  },
+  {
+    name: 'a CTE shadowing the table in another scope',
+    from: 'employees',
+    m: 'national_id',
+    id: 'id',
+    mid: NID,
+    where: 'EXISTS (WITH employees AS (SELECT 1) SELECT 1)',
+  },
+  { name: 'view rename', from: 'staff', m: 'nid', id: 'id', mid: NID },
+  { name: 'view of a view', from: 'staff_v2 v', m: 'v.tax_ref', id: 'v.name', mid: NID },
+  { name: 'materialized view', from: 'staff_mv', m: 'national_id', id: 'id', mid: NID },
+  {
+    name: 'joined alias list',
+    from: '(employees CROSS JOIN (SELECT 1) o) AS j(i, n, t, d, mg, h, em, z, one)',
+    m: 'z',
+    id: 'i',
+    mid: NID,
+  },
+  {
+    name: 'LATERAL',
+    from: 'products p, LATERAL (SELECT id AS k, national_id AS x FROM employees e WHERE e.id = p.id) l',
+    m: 'l.x',
+    id: 'l.k',
+    mid: NID,
+  },
+  {
+    name: 'join USING',
+    from: 'employees a JOIN staff b USING (id)',
+    m: 'b.nid',
+    id: 'id',
+    mid: NID,
+  },
+  { name: 'partition', from: 'payroll_2024', m: 'ssn', id: 'id', mid: "'SSN-5'" },
+  { name: 'partitioned table', from: 'payroll', m: 'ssn', id: 'id', mid: "'SSN-5'" },
+  { name: 'inheritance child', from: 'visitors', m: 'badge', id: 'id', mid: "'B-5'" },
+  { name: 'inheritance parent', from: 'people', m: 'badge', id: 'id', mid: "'B-5'" },
+  { name: 'another masked table', from: 'customers c', m: 'c.email', id: 'c.id', mid: "'m'" },
+  {
+    name: 'UNION ALL',
+    from: "(SELECT id, national_id AS x FROM employees UNION ALL SELECT 0, 'NID-0000000') u",
+    m: 'u.x',
+    id: 'u.id',
+    mid: NID,
+  },
+  // Roads whose rows depend on masked values even where nothing masked is selected.
+  { name: 'a view filtering on it', from: 'staff_filtered', m: 'name', id: 'id', mid: "'E'" },
+  { name: 'a row-security policy on it', from: 'notes', m: 'body', id: 'id', mid: "'note 5'" },
+  { name: 'partitioned by it', from: 'tokens', m: 'id::text', id: 'id', mid: "'5'" },
+];
+
+/** What a statement does with the masked value, as the tool and SQL it calls. */
+export interface Sink {
+  readonly name: string;
+  build(road: Road): { tool: 'postgres_query' | 'postgres_explain'; sql: string };
+}
+
+/** A SELECT over the road: its WITH, FROM and condition, with the sink's parts. */
+function select(
+  road: Road,
+  parts: { select: string; where?: string; tail?: string; join?: string },
+): string {
+  const where = [road.where, parts.where].filter((w) => w !== undefined).join(' AND ');
+  return [
+    road.with === undefined ? '' : `WITH ${road.with}`,
+    `SELECT ${parts.select} FROM ${road.from}`,
+    parts.join ?? '',
+    where === '' ? '' : `WHERE ${where}`,
+    parts.tail ?? '',
+  ]
+    .filter((p) => p !== '')
+    .join(' ');
+}
+
+const query = (sql: string) => ({ tool: 'postgres_query' as const, sql });
+
+export const SINKS: readonly Sink[] = [
+  // Controls: what the road allows on its other columns (answered alike in both worlds).
+  { name: 'control: count', build: (r) => query(select(r, { select: 'count(*)' })) },
+  {
+    name: 'control: filter and sort',
+    build: (r) =>
+      query(
+        select(r, { select: r.id, where: `${r.id}::text < '3'`, tail: `ORDER BY ${r.id} LIMIT 5` }),
+      ),
+  },
+  {
+    name: 'control: plan',
+    build: (r) => ({
+      tool: 'postgres_explain',
+      sql: select(r, { select: r.id, tail: `ORDER BY ${r.id}` }),
+    }),
+  },
+  // What is done with the masked value.
+  {
+    name: 'projected',
+    build: (r) => query(select(r, { select: `${r.id}, ${r.m}`, tail: `ORDER BY ${r.id}` })),
+  },
+  { name: 'star', build: (r) => query(select(r, { select: '*', tail: `ORDER BY ${r.id}` })) },
+  {
+    name: 'WHERE =',
+    build: (r) => query(select(r, { select: 'count(*)', where: `${r.m} = ${r.mid}` })),
+  },
+  {
+    name: 'WHERE <',
+    build: (r) =>
+      query(select(r, { select: `${r.id}`, where: `${r.m} < ${r.mid}`, tail: `ORDER BY ${r.id}` })),
+  },
+  {
+    name: 'LIKE',
+    build: (r) => query(select(r, { select: 'count(*)', where: `${r.m} LIKE '%1%'` })),
+  },
+  {
+    name: 'regex',
+    build: (r) => query(select(r, { select: 'count(*)', where: `${r.m} ~ '[13579]$'` })),
+  },
+  {
+    name: 'IS NULL',
+    build: (r) => query(select(r, { select: 'count(*)', where: `${r.m} IS NULL` })),
+  },
+  {
+    name: 'ORDER BY',
+    build: (r) => query(select(r, { select: r.id, tail: `ORDER BY ${r.m} LIMIT 3` })),
+  },
+  {
+    name: 'ORDER BY position',
+    build: (r) => query(select(r, { select: `${r.m}, ${r.id}`, tail: 'ORDER BY 1 LIMIT 3' })),
+  },
+  {
+    name: 'ORDER BY expression',
+    build: (r) =>
+      query(select(r, { select: r.id, tail: `ORDER BY coalesce(${r.m}, '') DESC LIMIT 3` })),
+  },
+  {
+    name: 'GROUP BY',
+    build: (r) =>
+      query(select(r, { select: 'count(*)', tail: `GROUP BY ${r.m} ORDER BY 1 DESC LIMIT 3` })),
+  },
+  {
+    name: 'DISTINCT',
+    build: (r) => query(`SELECT count(*) FROM (${select(r, { select: `DISTINCT ${r.m}` })}) d`),
+  },
+  {
+    name: 'DISTINCT ON',
+    build: (r) =>
+      query(
+        select(r, {
+          select: `DISTINCT ON (${r.m}) ${r.id}`,
+          tail: `ORDER BY ${r.m}, ${r.id} LIMIT 5`,
+        }),
+      ),
+  },
+  { name: 'count(DISTINCT)', build: (r) => query(select(r, { select: `count(DISTINCT ${r.m})` })) },
+  { name: 'min/max', build: (r) => query(select(r, { select: `min(${r.m}), max(${r.m})` })) },
+  {
+    name: 'string_agg',
+    build: (r) => query(select(r, { select: `string_agg(${r.m}, ',' ORDER BY ${r.id})` })),
+  },
+  {
+    name: 'HAVING',
+    build: (r) => query(select(r, { select: 'count(*)', tail: `HAVING max(${r.m}) > ${r.mid}` })),
+  },
+  {
+    name: 'lower()',
+    build: (r) => query(select(r, { select: `${r.id}, lower(${r.m})`, tail: `ORDER BY ${r.id}` })),
+  },
+  {
+    name: 'md5()',
+    build: (r) => query(select(r, { select: `md5(${r.m})`, tail: `ORDER BY ${r.id}` })),
+  },
+  { name: 'length()', build: (r) => query(select(r, { select: `sum(length(${r.m}))` })) },
+  {
+    name: 'pg_column_size()',
+    build: (r) => query(select(r, { select: `sum(pg_column_size(${r.m}))` })),
+  },
+  { name: 'a failing cast', build: (r) => query(select(r, { select: `${r.m}::int` })) },
+  {
+    name: 'a division',
+    build: (r) => query(select(r, { select: `sum(1 / (ascii(right(${r.m}, 1)) - 53))` })),
+  },
+  {
+    name: 'CASE',
+    build: (r) =>
+      query(select(r, { select: `sum(CASE WHEN ${r.m} < ${r.mid} THEN 1 ELSE 0 END)` })),
+  },
+  { name: 'NULLIF', build: (r) => query(select(r, { select: `count(NULLIF(${r.m}, ${r.mid}))` })) },
+  {
+    name: 'a window',
+    build: (r) =>
+      query(
+        select(r, { select: `${r.id}, rank() OVER (ORDER BY ${r.m})`, tail: `ORDER BY ${r.id}` }),
+      ),
+  },
+  {
+    name: 'a window partition',
+    build: (r) =>
+      query(
+        select(r, {
+          select: `${r.id}, count(*) OVER (PARTITION BY left(${r.m}, 5))`,
+          tail: `ORDER BY ${r.id}`,
+        }),
+      ),
+  },
+  {
+    name: 'a JSON value',
+    build: (r) =>
+      query(select(r, { select: `jsonb_build_object('v', ${r.m})`, tail: `ORDER BY ${r.id}` })),
+  },
+  {
+    name: 'a whole row',
+    build: (r) => query(`SELECT to_jsonb(t) FROM (${select(r, { select: `${r.m} AS v` })}) t`),
+  },
+  {
+    name: 'a subquery, filtered outside',
+    build: (r) =>
+      query(
+        `SELECT count(*) FROM (${select(r, { select: `${r.m} AS v` })}) t WHERE t.v < ${r.mid}`,
+      ),
+  },
+  {
+    name: 'EXISTS',
+    build: (r) =>
+      query(select(r, { select: 'count(*)', where: `EXISTS (SELECT 1 WHERE ${r.m} < ${r.mid})` })),
+  },
+  {
+    name: 'IN (subquery)',
+    build: (r) =>
+      query(`SELECT count(*) FROM products WHERE ${r.mid} < ANY (${select(r, { select: r.m })})`),
+  },
+  {
+    name: 'a scalar subquery',
+    build: (r) =>
+      query(`SELECT (${select(r, { select: r.m, tail: `ORDER BY ${r.id} LIMIT 1` })}) AS v`),
+  },
+  {
+    name: 'LIMIT (subquery)',
+    build: (r) =>
+      query(
+        `SELECT 1 AS one FROM products LIMIT (${select(r, { select: 'count(*)', where: `${r.m} < ${r.mid}` })})`,
+      ),
+  },
+  {
+    name: 'JOIN ON',
+    build: (r) =>
+      query(select(r, { select: 'count(*)', join: `JOIN products jp ON jp.sku < ${r.m}` })),
+  },
+  {
+    name: 'LATERAL use',
+    build: (r) =>
+      query(
+        select(r, {
+          select: 'count(*)',
+          join: `CROSS JOIN LATERAL (SELECT ${r.m} AS v) lv`,
+          where: `lv.v < ${r.mid}`,
+        }),
+      ),
+  },
+  {
+    name: 'INTERSECT',
+    build: (r) => query(`${select(r, { select: r.m })} INTERSECT SELECT ${r.mid}`),
+  },
+  {
+    name: 'UNION',
+    build: (r) => query(`SELECT count(*) FROM (${select(r, { select: r.m })} UNION SELECT 'x') u`),
+  },
+  {
+    name: 'row position',
+    build: (r) => query(select(r, { select: 'ctid', tail: `ORDER BY ${r.id}` })),
+  },
+  {
+    name: 'EXPLAIN of a filter',
+    build: (r) => ({
+      tool: 'postgres_explain',
+      sql: select(r, { select: r.id, where: `${r.m} < ${r.mid}` }),
+    }),
+  },
+  {
+    name: 'EXPLAIN of the column',
+    build: (r) => ({ tool: 'postgres_explain', sql: select(r, { select: `${r.id}, ${r.m}` }) }),
+  },
+  {
+    name: 'EXPLAIN in a query',
+    build: (r) => query(`EXPLAIN ${select(r, { select: r.id, where: `${r.m} < ${r.mid}` })}`),
+  },
+];
+
+/** Roads to hidden schemas and system catalogs, each a statement of its own. */
+export const HIDDEN: readonly string[] = [
+  'SELECT count(*) FROM hr.secrets',
+  "SELECT pg_relation_size('hr.secrets')",
+  "SELECT to_regclass('hr.secrets')",
+  "SELECT pg_relation_size('secrets')",
+  "SELECT has_table_privilege('hr.secrets', 'SELECT')",
+  'SELECT pg_relation_size(c) FROM generate_series(16384, 17000) c',
+  'SELECT sum(pg_relation_size(g::oid)) FROM generate_series(16384, 17000) g',
+  'SELECT count(*) FROM pg_class',
+  'SELECT sum(reltuples) FROM pg_class WHERE EXISTS (WITH pg_class AS (SELECT 1) SELECT 1)',
+  "SELECT sum(relpages) FROM pg_class WHERE relname = 'secrets'",
+  'SELECT count(*) FROM pg_stat_user_tables',
+  "SELECT n_live_tup FROM pg_stat_user_tables WHERE relname = 'secrets'",
+  "SELECT histogram_bounds::text FROM pg_stats WHERE attname = 'national_id'",
+  "SELECT most_common_vals::text FROM pg_stats WHERE EXISTS (WITH pg_stats AS (SELECT 1) SELECT 1) AND attname = 'ssn'",
+  'SELECT count(*) FROM pg_stat_activity WHERE EXISTS (WITH pg_stat_activity AS (SELECT 1) SELECT 1)',
+  'SELECT count(*) FROM pg_settings WHERE EXISTS (WITH pg_settings AS (SELECT 1) SELECT 1)',
+  'SELECT count(*) FROM pg_roles WHERE EXISTS (WITH pg_roles AS (SELECT 1) SELECT 1)',
+  'WITH x AS (SELECT 1) SELECT count(*) FROM (SELECT * FROM pg_catalog.pg_class) c',
+  'SELECT count(*) FROM information_schema.tables',
+  'SELECT pg_stat_get_live_tuples(16400)',
+  'SELECT count(*) FROM pg_stat_get_activity(NULL)',
+  "SELECT format_type(g, NULL) FROM generate_series(16384, 16600) g WHERE format_type(g, NULL) NOT LIKE '%?%'",
+  "SELECT '16400'::regclass",
+  "SELECT 'hr.secrets'::regclass::oid",
+  "SELECT ('hr.' || 'secrets')::regclass",
+  "SELECT pg_get_viewdef('salary_bands')",
+  'EXPLAIN SELECT * FROM salary_bands',
+  'SELECT count(*) FROM salary_bands',
+];
+
+/** A seeded generator (mulberry32). */
+export function random(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/**
+ * A statement varied at random — nested as a subquery, under a CTE that shadows a table,
+ * identifiers quoted, keywords in another case.
+ */
+export function vary(sql: string, next: () => number): string {
+  let out = sql;
+  const pick = (n: number) => Math.floor(next() * n);
+  if (!/^\s*(?:EXPLAIN|WITH)\b/i.test(out) && next() < 0.4) {
+    out = `SELECT * FROM (${out}) AS wrapped_${pick(100)}`;
+  }
+  if (!/^\s*(?:EXPLAIN|WITH)\b/i.test(out) && next() < 0.3) {
+    out = `WITH ${['customers', 'employees', 'staff', 'pg_class', 'shadow'][pick(5)]} AS (SELECT 1 AS x) ${out}`;
+  }
+  if (next() < 0.3) out = out.replace(/\bnational_id\b/g, '"national_id"');
+  if (next() < 0.3)
+    out = out.replace(/\b(SELECT|FROM|WHERE|ORDER BY|GROUP BY)\b/g, (k) => k.toLowerCase());
+  return out;
+}
