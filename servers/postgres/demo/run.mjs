@@ -111,6 +111,13 @@ try {
     { sql: 'SELECT id, name, title, email, national_id FROM employees ORDER BY id LIMIT 3' },
     'masked columns',
   );
+  await call(
+    'postgres_query',
+    {
+      sql: "SELECT i FROM employees e(i, n, t, d, m, h, em, nid) WHERE nid LIKE 'NID-1%'",
+    },
+    'a masked column renamed, then filtered on',
+  );
   await call('postgres_query', { sql: 'DELETE FROM orders' }, 'a write');
   await call(
     'postgres_query',

@@ -945,6 +945,35 @@ export class PostgresDatabase {
     };
   }
 
+  /**
+   * The database's side of masking: the masked columns the role may SELECT. For them masking is
+   * this server's guarantee alone; revoked (column privileges), PostgreSQL refuses every use of
+   * them too, whatever the SQL (servers/postgres/README.md, "Masking and column privileges").
+   */
+  async maskingReport(): Promise<{ columns: number; readable: string[] }> {
+    if (this.maskPatterns.length === 0) return { columns: 0, readable: [] };
+    const client = await this.pool.connect();
+    try {
+      const { columns } = await this.resolveMasked(client);
+      const readable = await client.query<{ i: number }>(
+        `SELECT t.i FROM unnest($1::oid[], $2::int2[]) WITH ORDINALITY t(oid, attnum, i)
+         WHERE pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')`,
+        [columns.map((c) => c.tableOid), columns.map((c) => c.attnum)],
+      );
+      return {
+        columns: columns.length,
+        readable: readable.rows
+          .map((r) => {
+            const c = columns[Number(r.i) - 1]!;
+            return `${c.schema}.${c.table}.${c.column}`;
+          })
+          .sort(),
+      };
+    } finally {
+      client.release();
+    }
+  }
+
   /** The masked columns (POSTGRES_MASK_COLUMNS, with inheritance children and parents). */
   async resolveMasked(client: pg.ClientBase): Promise<MaskedSet> {
     if (this.maskPatterns.length === 0) return NO_MASKS;

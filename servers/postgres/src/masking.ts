@@ -22,20 +22,5 @@ export function parseMaskPatterns(patterns: readonly string[]): MaskPattern[] {
   });
 }
 
-/** Whether any pattern masks `schema.table.column`. */
-export function isMasked(
-  patterns: readonly MaskPattern[],
-  schema: string,
-  table: string,
-  column: string,
-): boolean {
-  return patterns.some(
-    (p) =>
-      p.column === column &&
-      (p.table === '*' || p.table === table) &&
-      (p.schema === '*' || p.schema === schema),
-  );
-}
-
 /** The placeholder a masked value is replaced with. */
 export const MASKED = '[masked]';

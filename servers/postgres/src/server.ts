@@ -95,12 +95,25 @@ export function createPostgresServer(
             ? new CredentialError('POSTGRES_URL', error.message)
             : error;
         });
+        const masking = await db.maskingReport();
+        if (masking.readable.length > 0) {
+          deps.logger.info(
+            { readable: masking.readable.slice(0, 20), readable_total: masking.readable.length },
+            `${masking.readable.length} of ${masking.columns} masked columns can be read by the role in the database: this server masks them in every answer; revoking them (column privileges) makes PostgreSQL refuse them too (servers/postgres/README.md, "Masking and column privileges")`,
+          );
+        }
         return {
           message:
             report.findings.length === 0
               ? 'the PostgreSQL role is read-only'
               : 'the PostgreSQL role can write (allowed by POSTGRES_ALLOW_PRIVILEGED_ROLE)',
-          details: { role: report.role, database: report.database, schemas: db.schemas },
+          details: {
+            role: report.role,
+            database: report.database,
+            schemas: db.schemas,
+            masked_columns: masking.columns,
+            masked_columns_readable_by_role: masking.readable.length,
+          },
         };
       },
     },

@@ -25,6 +25,7 @@ it('runs the demo from the built tree', { timeout: 120_000 }, async () => {
     'postgres_query: Run a read-only SQL query',
     'fk (customer_id) → public.customers(id)',
     '1 | Employee 1 | CEO | [masked] | [masked]',
+    '✗ Refused by the read-only SQL policy (rule masked_column): nid is masked (public.employees.national_id) and is used in WHERE',
     '✗ Refused by the read-only SQL policy (rule statement_type)',
     '✗ Refused by the read-only SQL policy (rule single_statement)',
     '✗ Refused by the read-only SQL policy (rule function_denied)',

@@ -439,6 +439,7 @@ describe('one round trip', () => {
   it('checks the session after a statement that can run code other than built-in, non-volatile functions — and only then', async () => {
     await company.admin.query(`
       CREATE FUNCTION public.twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
+      CREATE FUNCTION public.label(customers) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT $1.name';
       CREATE VIEW public.customer_names AS SELECT name FROM customers;
       GRANT SELECT ON public.customer_names TO ${company.role}`);
     const proxy = await countingProxy(company.url);
@@ -462,6 +463,14 @@ describe('one round trip', () => {
       expect(await binds('SELECT twice(id) FROM customers WHERE id = 1')).toBe(5); // owner code
       expect(await binds('SELECT random() AS r')).toBe(5); // volatile, even if harmless
       expect(await binds('SELECT name FROM customer_names LIMIT 1')).toBe(5); // a view
+      // …also where a CTE of its name elsewhere in the statement hides it from name matching.
+      expect(
+        await binds(
+          'SELECT name FROM customer_names WHERE EXISTS (WITH customer_names AS (SELECT 1) SELECT 1) LIMIT 1',
+        ),
+      ).toBe(5);
+      // …and owner code called in column notation (`c.label` is label(c)).
+      expect(await binds('SELECT c.label FROM customers c WHERE c.id = 1')).toBe(5);
     } finally {
       await proxied.close();
       await proxy.close();

@@ -328,3 +328,44 @@ describe('a catalog answer older than the database', () => {
     }
   });
 });
+
+describe('column privileges, the layer the database enforces', () => {
+  it('are reported at start, and refuse every use of a revoked column, SELECT * included', async () => {
+    const fresh = await companyDatabase(inject('pgAdminUrl'), 'masking_grants');
+    const server = await connectPostgres({
+      POSTGRES_URL: fresh.url,
+      POSTGRES_MASK_COLUMNS: 'employees.national_id,employees.email',
+      GATEHOUSE_STRUCTURED_OUTPUT: 'false',
+    });
+    try {
+      const before = await server.definition.db.maskingReport();
+      expect(before).toEqual({
+        columns: 2,
+        readable: ['public.employees.email', 'public.employees.national_id'].sort(),
+      });
+      // What the README's "Masking and column privileges" has the DBA run.
+      await fresh.admin.query(`
+        REVOKE SELECT ON employees FROM ${fresh.role};
+        GRANT SELECT (id, name, title, department, manager_id, hired_on) ON employees TO ${fresh.role}`);
+      expect(await server.definition.db.maskingReport()).toEqual({ columns: 2, readable: [] });
+      const listed = await server.client.callTool({
+        name: 'postgres_query',
+        arguments: { sql: 'SELECT id, name FROM employees ORDER BY id LIMIT 1' },
+      });
+      expect(text(listed)).toMatch(/id \(integer\) \| name \(text\)\n1 \| Employee 1/);
+      // PostgreSQL now refuses the column itself, even plainly projected or under a star.
+      for (const sql of ['SELECT national_id FROM employees', 'SELECT * FROM employees']) {
+        const refused = await server.client.callTool({
+          name: 'postgres_query',
+          arguments: { sql },
+        });
+        expect(text(refused), sql).toMatch(
+          /PostgreSQL denied access: permission denied for table employees/,
+        );
+      }
+    } finally {
+      await server.close();
+      await fresh.close();
+    }
+  });
+});

@@ -381,6 +381,8 @@ export const HIDDEN: readonly string[] = [
   'SELECT count(*) FROM pg_roles WHERE EXISTS (WITH pg_roles AS (SELECT 1) SELECT 1)',
   'WITH x AS (SELECT 1) SELECT count(*) FROM (SELECT * FROM pg_catalog.pg_class) c',
   'SELECT count(*) FROM information_schema.tables',
+  'SELECT pg_database_size(current_database())',
+  "SELECT pg_size_pretty(pg_total_relation_size('employees'))",
   'SELECT pg_stat_get_live_tuples(16400)',
   'SELECT count(*) FROM pg_stat_get_activity(NULL)',
   "SELECT format_type(g, NULL) FROM generate_series(16384, 16600) g WHERE format_type(g, NULL) NOT LIKE '%?%'",
@@ -402,6 +404,27 @@ export function random(seed: number): () => number {
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
+}
+
+/**
+ * A road varied at random, reaching the same value: its FROM item nested in a subquery under its
+ * own name (once or twice), a table joined beside it, a CTE of the same name shadowing nothing.
+ */
+export function varyRoad(road: Road, next: () => number): Road {
+  let from = road.from;
+  // `table`, `table alias` or `table alias(columns)`: the same names outside a subquery.
+  const simple = /^("?\w+"?)(?: ("?\w+"?)(\([^)]*\))?)?$/.exec(from);
+  if (simple !== null) {
+    const name = simple[2] ?? simple[1]!;
+    for (let depth = 0; depth < 1 + Math.floor(next() * 2); depth++) {
+      if (next() < 0.5) from = `(SELECT * FROM ${from}) AS ${name}`;
+    }
+  }
+  if (next() < 0.3) from = `${from} CROSS JOIN (SELECT 1 AS extra_one) AS extra`;
+  const withs = [road.with, next() < 0.2 ? 'unrelated AS (SELECT 1 AS u)' : undefined].filter(
+    (w) => w !== undefined,
+  );
+  return { ...road, from, ...(withs.length > 0 ? { with: withs.join(', ') } : {}) };
 }
 
 /**
