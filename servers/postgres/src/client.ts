@@ -7,7 +7,7 @@ import type { PostgresConfig } from './config.js';
 import type { CappedRows, QueryOutput } from './execute.js';
 import { parse } from 'libpg-query';
 import type { SelectStmt } from 'libpg-query';
-import { parseMaskPatterns } from './masking.js';
+import { matches, parseMaskPatterns } from './masking.js';
 import type { MaskPattern } from './masking.js';
 import { relationKey } from './resolve.js';
 import type { MaskedColumn, RelationInfo } from './resolve.js';
@@ -187,12 +187,10 @@ export interface Catalog extends CatalogLookup {
   relation(schema: string, name: string): RelationInfo | null | undefined;
 }
 
-/** Schema and name arrays of `schema.name` keys (of functions, operators, types). */
+/** Schema and name arrays of {@link relationKey} keys. */
 function splitNames(keys: readonly string[]): [string[], string[]] {
-  return [
-    keys.map((k) => k.slice(0, k.lastIndexOf('.'))),
-    keys.map((k) => k.slice(k.lastIndexOf('.') + 1)),
-  ];
+  const parts = keys.map((k) => k.split('\0'));
+  return [parts.map((p) => p[0]!), parts.map((p) => p[1]!)];
 }
 
 /** A view's deparsed definition as a parse tree (undefined when it is not one SELECT). */
@@ -917,7 +915,7 @@ export class PostgresDatabase {
         }>({
           name: 'gatehouse_relations',
           text: RELATIONS,
-          values: [wanted.map((k) => k.split('\0')[0]), wanted.map((k) => k.split('\0')[1])],
+          values: splitNames(wanted),
         });
         const infos = new Map<string, RelationInfo | null>(wanted.map((key) => [key, null]));
         for (const row of found.rows) {
@@ -950,8 +948,8 @@ export class PostgresDatabase {
    * this server's guarantee alone; revoked (column privileges), PostgreSQL refuses every use of
    * them too, whatever the SQL (servers/postgres/README.md, "Masking and column privileges").
    */
-  async maskingReport(): Promise<{ columns: number; readable: string[] }> {
-    if (this.maskPatterns.length === 0) return { columns: 0, readable: [] };
+  async maskingReport(): Promise<{ columns: number; readable: string[]; unmatched: string[] }> {
+    if (this.maskPatterns.length === 0) return { columns: 0, readable: [], unmatched: [] };
     const client = await this.pool.connect();
     try {
       const { columns } = await this.resolveMasked(client);
@@ -960,7 +958,13 @@ export class PostgresDatabase {
          WHERE pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')`,
         [columns.map((c) => c.tableOid), columns.map((c) => c.attnum)],
       );
+      // A pattern that matches no column masks nothing: a typo leaves the column in the clear.
+      const unmatched = this.config.POSTGRES_MASK_COLUMNS.filter(
+        (_pattern, i) =>
+          !columns.some((c) => matches(this.maskPatterns[i]!, c.schema, c.table, c.column)),
+      );
       return {
+        unmatched,
         columns: columns.length,
         readable: readable.rows
           .map((r) => {

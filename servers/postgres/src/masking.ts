@@ -22,5 +22,19 @@ export function parseMaskPatterns(patterns: readonly string[]): MaskPattern[] {
   });
 }
 
+/** Whether a pattern matches `schema.table.column`. */
+export function matches(
+  pattern: MaskPattern,
+  schema: string,
+  table: string,
+  column: string,
+): boolean {
+  return (
+    pattern.column === column &&
+    (pattern.table === '*' || pattern.table === table) &&
+    (pattern.schema === '*' || pattern.schema === schema)
+  );
+}
+
 /** The placeholder a masked value is replaced with. */
 export const MASKED = '[masked]';

@@ -96,6 +96,12 @@ export function createPostgresServer(
             : error;
         });
         const masking = await db.maskingReport();
+        for (const pattern of masking.unmatched) {
+          deps.logger.warn(
+            { pattern },
+            `POSTGRES_MASK_COLUMNS: ${pattern} matches no column of database "${db.database}" (a typo? names are matched as PostgreSQL stores them, usually lower case)`,
+          );
+        }
         if (masking.readable.length > 0) {
           deps.logger.info(
             { readable: masking.readable.slice(0, 20), readable_total: masking.readable.length },

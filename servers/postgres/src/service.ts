@@ -103,14 +103,9 @@ export class SqlService {
   async verdict(analysis: SqlAnalysis, client: PoolClient): Promise<Verdict> {
     const catalog = this.db.catalog(client);
     const reached = await reachedBy(analysis, this.policy, catalog);
-    const resolution = await this.resolve(
-      analysis,
-      catalog,
-      await catalog.maskedColumns(),
-      reached,
-    );
+    const { resolution, masked } = await this.resolve(analysis, catalog, reached);
     const { sessionSafe } = await checkCatalog(reached, resolution, this.policy);
-    return { resolution, sessionSafe, mask: maskPlan(resolution, await catalog.maskedColumns()) };
+    return { resolution, sessionSafe, mask: maskPlan(resolution, masked) };
   }
 
   /** What the catalog sees for name resolution, recording what it was asked. */
@@ -136,21 +131,23 @@ export class SqlService {
     };
   }
 
-  /** Resolves the statement, looking up what it needs; reused while nothing it read changed. */
+  /**
+   * Resolves the statement, looking up what it needs; reused while nothing it read changed.
+   * Returns the masked columns it was resolved against.
+   */
   private async resolve(
     analysis: SqlAnalysis,
     catalog: Catalog,
-    cached: MaskedSet,
     reached: Reached,
-  ): Promise<Resolution> {
-    let masked = cached;
+  ): Promise<{ resolution: Resolution; masked: MaskedSet }> {
+    let masked = await catalog.maskedColumns();
     const known = this.#resolved.get(analysis);
     if (
       known !== undefined &&
       known.masked === masked &&
       known.reads.every(([schema, name, info]) => catalog.relation(schema, name) === info)
     ) {
-      return known.resolution;
+      return { resolution: known.resolution, masked };
     }
     await catalog.loadRelations(
       analysis.relations.flatMap((r) =>
@@ -189,7 +186,7 @@ export class SqlService {
         continue;
       }
       this.#resolved.set(analysis, { masked, reads, resolution });
-      return resolution;
+      return { resolution, masked };
     }
   }
 

@@ -1,3 +1,4 @@
+import { relationKey } from './resolve.js';
 import type { Resolution } from './resolve.js';
 import { SqlRefusedError, analyzeSql } from './sql-guard.js';
 import type { NameLookup, QualifiedName, SqlAnalysis } from './sql-guard.js';
@@ -79,7 +80,10 @@ export interface SqlPolicyOptions {
   readonly allowFunctions: readonly string[];
 }
 
-/** The catalog objects a statement names, each as the `schema.name` candidates it may resolve to. */
+/**
+ * The catalog objects a statement names, each as the candidates it may resolve to (keys of
+ * `relationKey(schema, name)`: a quoted name may contain a dot).
+ */
 export interface StatementObjects {
   readonly functions: readonly string[];
   /** Functions a column reference may call in functional notation (`t.f` for `f(t)`). */
@@ -281,8 +285,8 @@ export async function reachedBy(
     ...new Set(
       names.flatMap((name) =>
         name.schema === undefined
-          ? searched.map((s) => `${s}.${name.name}`)
-          : [`${name.schema}.${name.name}`],
+          ? searched.map((s) => relationKey(s, name.name))
+          : [relationKey(name.schema, name.name)],
       ),
     ),
   ];

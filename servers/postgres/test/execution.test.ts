@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresDatabase } from '../src/client.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
 import { CappedRows } from '../src/execute.ts';
+import { relationKey } from '../src/resolve.ts';
 import { SqlService } from '../src/service.ts';
 import { companyDatabase, connectPostgres, text } from './helpers.ts';
 import type { CompanyDatabase } from './helpers.ts';
@@ -119,7 +120,7 @@ describe('the catalog cache', () => {
       for (let i = 0; i < 12; i++) {
         await small.transaction(bounds(), (client) =>
           small.catalog(client).reached({
-            functions: [`public.made_up_${i}`],
+            functions: [relationKey('public', `made_up_${i}`)],
             columnFunctions: [],
             operators: [],
             relations: [],
@@ -440,6 +441,7 @@ describe('one round trip', () => {
     await company.admin.query(`
       CREATE FUNCTION public.twice(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1 * 2';
       CREATE FUNCTION public.label(customers) RETURNS text LANGUAGE sql IMMUTABLE AS 'SELECT $1.name';
+      CREATE FUNCTION public."dotted.name"(int) RETURNS int LANGUAGE sql IMMUTABLE AS 'SELECT $1';
       CREATE VIEW public.customer_names AS SELECT name FROM customers;
       GRANT SELECT ON public.customer_names TO ${company.role}`);
     const proxy = await countingProxy(company.url);
@@ -471,6 +473,8 @@ describe('one round trip', () => {
       ).toBe(5);
       // …and owner code called in column notation (`c.label` is label(c)).
       expect(await binds('SELECT c.label FROM customers c WHERE c.id = 1')).toBe(5);
+      // …and a function whose quoted name has a dot in it.
+      expect(await binds('SELECT "dotted.name"(1) AS x')).toBe(5);
     } finally {
       await proxied.close();
       await proxy.close();

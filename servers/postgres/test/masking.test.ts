@@ -342,12 +342,17 @@ describe('column privileges, the layer the database enforces', () => {
       expect(before).toEqual({
         columns: 2,
         readable: ['public.employees.email', 'public.employees.national_id'].sort(),
+        unmatched: [],
       });
       // What the README's "Masking and column privileges" has the DBA run.
       await fresh.admin.query(`
         REVOKE SELECT ON employees FROM ${fresh.role};
         GRANT SELECT (id, name, title, department, manager_id, hired_on) ON employees TO ${fresh.role}`);
-      expect(await server.definition.db.maskingReport()).toEqual({ columns: 2, readable: [] });
+      expect(await server.definition.db.maskingReport()).toEqual({
+        columns: 2,
+        readable: [],
+        unmatched: [],
+      });
       const listed = await server.client.callTool({
         name: 'postgres_query',
         arguments: { sql: 'SELECT id, name FROM employees ORDER BY id LIMIT 1' },
@@ -366,6 +371,21 @@ describe('column privileges, the layer the database enforces', () => {
     } finally {
       await server.close();
       await fresh.close();
+    }
+  });
+});
+
+describe('a mask pattern that matches nothing', () => {
+  it('is reported (a typo would leave the column in the clear)', async () => {
+    const server = await connectPostgres({
+      POSTGRES_URL: company.url,
+      POSTGRES_MASK_COLUMNS: 'employees.nationalid,*.email,Employees.national_id',
+    });
+    try {
+      const report = await server.definition.db.maskingReport();
+      expect(report.unmatched).toEqual(['employees.nationalid', 'Employees.national_id']);
+    } finally {
+      await server.close();
     }
   });
 });
