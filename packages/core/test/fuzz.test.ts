@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { initializeRequest, spawnServer } from '@gatehouse/testkit';
+import { initializeRequest, seededRandom, spawnServer } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawServer } from './raw-server.ts';
@@ -28,18 +28,6 @@ const MODERN_META = {
 const INTERNAL =
   /Maximum call stack|Invalid input: expected|received undefined|zod|ZodError|TypeError|ReferenceError|SyntaxError|Cannot read propert|at [\w.<>]+ \(|node_modules|\.js:\d+/;
 
-/** mulberry32: a small seeded PRNG, so a failure can be replayed from its seed. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 type Json = unknown;
 type Era = 'legacy' | 'modern';
 type Transport = 'stdio' | 'http';
@@ -51,7 +39,7 @@ interface Case {
 }
 
 function generator(seed: number, era: Era, transport: Transport) {
-  const r = random(seed);
+  const r = seededRandom(seed);
   const int = (n: number) => Math.floor(r() * n);
   const pick = <T>(items: readonly T[]): T => items[int(items.length)]!;
   const chance = (p: number) => r() < p;

@@ -24,6 +24,7 @@ export type {
 export { startTestIssuer } from './oauth.js';
 export type { TestIssuer } from './oauth.js';
 export { memoryAudit } from './audit.js';
+export { seededRandom } from './random.js';
 export type { MemoryAudit } from './audit.js';
 export { HttpFake, cursorPages, linkPages, offsetPages, readJson } from './http-fake.js';
 export type {

@@ -61,8 +61,10 @@ const DENIED: ReadonlyArray<readonly [RegExp, string]> = [
 const SYSTEM_VIEW_FUNCTIONS =
   /^(?:pg_stat_get_\w+|pg_stat_have_stats|pg_lock_status|pg_blocking_pids|pg_safe_snapshot_blocking_pids|pg_show_all_settings|pg_show_all_file_settings|pg_hba_file_rules|pg_ident_file_mappings|pg_config|pg_cursor|pg_prepared_statement|pg_prepared_xact|pg_get_backend_memory_contexts|pg_get_shmem_allocations(?:_numa)?|pg_get_aios|pg_get_wait_events|pg_get_replication_slots|pg_get_publication_tables|pg_show_replication_origin_status|pg_available_extensions|pg_available_extension_versions|pg_mcv_list_items|pg_get_catalog_foreign_keys|pg_get_userbyid|pg_database_size|pg_tablespace_size|pg_control_\w+|pg_get_wal_\w+|pg_walfile_name\w*|pg_current_wal_\w+|pg_last_wal_\w+|pg_stat_statements\w*)$/;
 
-/** Volatile built-ins that only read a clock or a random source. */
+/** Volatile built-ins that only read a clock or a random source (or sample a table). */
 const HARMLESS_VOLATILE = new Set([
+  'bernoulli',
+  'system',
   'random',
   'random_normal',
   'clock_timestamp',

@@ -192,6 +192,10 @@ describe('masked values passed through come back masked, under any name', () => 
     ['a partition', 'SELECT ssn FROM payroll_2024 ORDER BY id LIMIT 2'],
     ['an inheritance child', 'SELECT badge FROM visitors ORDER BY id LIMIT 2'],
     ['the row position', 'SELECT ctid FROM employees ORDER BY id LIMIT 2'],
+    [
+      'a sample',
+      'SELECT national_id FROM employees TABLESAMPLE bernoulli (100) ORDER BY id LIMIT 2',
+    ],
   ])('%s', async (_road, sql) => {
     const result = await query(sql);
     expect(result.isError, result.text).toBe(false);

@@ -7,7 +7,8 @@ import {
   text,
 } from './helpers.ts';
 import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
-import { HIDDEN, ROADS, SINKS, random, vary, varyRoad } from './roads.ts';
+import { seededRandom } from '@gatehouse/testkit';
+import { CONSTRUCTIONS, HIDDEN, ROADS, SINKS, vary, varyRoad } from './roads.ts';
 
 // The class-level oracle of masking and hidden schemas: two databases that differ only in the
 // masked values (same lengths) and in a hidden schema's contents, one server on each, the same
@@ -131,10 +132,12 @@ async function differential(
 ) {
   const leaks: Array<{ call: Call; a: string; b: string }> = [];
   const outcomes: Outcome[] = [];
-  for (let i = 0; i < calls.length; i += 8) {
+  for (let i = 0; i < calls.length; i += 4) {
     await Promise.all(
-      calls.slice(i, i + 8).map(async (call) => {
+      calls.slice(i, i + 4).map(async (call) => {
         const [inA, inB] = await Promise.all([ask(servers[0], a, call), ask(servers[1], b, call)]);
+        // An answer of the core's (a limit) compares nothing: none may be one.
+        expect(inA.text).not.toMatch(/^Too many calls|rate limit/i);
         if (inA.isError !== inB.isError || inA.text !== inB.text) {
           leaks.push({ call, a: inA.text, b: inB.text });
         }
@@ -192,10 +195,13 @@ describe('two databases that differ only in masked values and hidden contents', 
     },
   );
 
-  it('answer the roads to hidden schemas and catalogs alike', async () => {
-    const calls = HIDDEN.map((sql) => ({ tool: 'postgres_query' as const, sql }));
+  it('answer the roads to hidden schemas and catalogs, and other constructions, alike', async () => {
+    const calls = [...HIDDEN, ...CONSTRUCTIONS].map((sql) => ({
+      tool: 'postgres_query' as const,
+      sql,
+    }));
     const { leaks, outcomes } = await differential(calls);
-    report('hidden schemas and catalogs', calls.length, outcomes, '');
+    report('hidden schemas, catalogs, other constructions', calls.length, outcomes, '');
     expect(leaks, shown(leaks)).toEqual([]);
   });
 
@@ -203,7 +209,7 @@ describe('two databases that differ only in masked values and hidden contents', 
     `answer ${VARIATIONS} seeded variations alike (seed ${SEED})`,
     { timeout: 1_800_000 },
     async () => {
-      const next = random(SEED);
+      const next = seededRandom(SEED);
       const calls: Call[] = [];
       const pairs = new Set<string>();
       for (let i = 0; i < VARIATIONS; i++) {
