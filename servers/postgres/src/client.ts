@@ -838,7 +838,7 @@ export class PostgresDatabase {
    */
   catalog(client: pg.ClientBase): Catalog {
     const ttl = this.config.POSTGRES_CATALOG_TTL_MS;
-    const fresh = (at: number): boolean => Date.now() - at < ttl;
+    const current = (at: number): boolean => Date.now() - at < ttl;
     const local = new Map<string, RelationInfo | null>();
     const relation = (key: string): RelationInfo | null | undefined => {
       // Keys are relationKey(schema, name).
@@ -887,7 +887,7 @@ export class PostgresDatabase {
       },
       maskedColumns: async (options = {}) => {
         if (this.maskPatterns.length === 0) return NO_MASKS;
-        if (this.maskCache !== undefined && fresh(this.maskCache.at) && options.fresh !== true) {
+        if (this.maskCache !== undefined && current(this.maskCache.at) && options.fresh !== true) {
           return this.maskCache.set;
         }
         const set = await this.resolveMasked(client);
@@ -952,7 +952,10 @@ export class PostgresDatabase {
     if (this.maskPatterns.length === 0) return { columns: 0, readable: [], unmatched: [] };
     const client = await this.pool.connect();
     try {
-      const { columns } = await this.resolveMasked(client);
+      const set = await this.resolveMasked(client);
+      // The first call uses what the start looked up (for the TTL, like any lookup).
+      if (this.config.POSTGRES_CATALOG_TTL_MS > 0) this.maskCache = { set, at: Date.now() };
+      const { columns } = set;
       const readable = await client.query<{ i: number }>(
         `SELECT t.i FROM unnest($1::oid[], $2::int2[]) WITH ORDINALITY t(oid, attnum, i)
          WHERE pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')`,

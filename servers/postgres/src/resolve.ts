@@ -422,13 +422,7 @@ class Resolver {
       }
       const outputs = left.map((o) => ({ ...o, value: CLEAN }));
       // Its ORDER BY and LIMIT see only its output columns.
-      const level: Level = { entries: [], parent, lateral, ctes: frame };
-      for (const sort of (stmt.sortClause as unknown[] | undefined) ?? []) {
-        const by = unwrap(sort)?.[1];
-        this.sortKey(by?.node, outputs, level, 'ORDER BY');
-      }
-      this.expr(stmt.limitCount, level, 'LIMIT');
-      this.expr(stmt.limitOffset, level, 'OFFSET');
+      this.sortAndLimit(stmt, outputs, { entries: [], parent, lateral, ctes: frame });
       return outputs;
     }
     const level: Level = { entries: [], parent, lateral, ctes: frame };
@@ -1076,14 +1070,14 @@ class Resolver {
     this.sortKey(node, outputs, level, 'GROUP BY');
   }
 
-  private windowDef(def: Node | undefined, level: Level): void {
+  /** A window (named in WINDOW, or inline in OVER): what it partitions and orders by is used. */
+  private windowDef(def: Node | undefined, level: Level, lateral = false, collect?: Value[]): void {
     if (def === undefined) return;
-    this.expr(def.partitionClause, level, 'a window (PARTITION BY)');
+    this.expr(def.partitionClause, level, 'a window (PARTITION BY)', lateral, collect);
     for (const sort of (def.orderClause as unknown[] | undefined) ?? []) {
-      this.expr(unwrap(sort)?.[1].node, level, 'a window (ORDER BY)');
+      this.expr(unwrap(sort)?.[1].node, level, 'a window (ORDER BY)', lateral, collect);
     }
-    this.expr(def.startOffset, level, 'a window frame');
-    this.expr(def.endOffset, level, 'a window frame');
+    this.expr([def.startOffset, def.endOffset], level, 'a window frame', lateral, collect);
   }
 
   // ─── expressions and references ─────────────────────────────────────────────────────────
@@ -1122,24 +1116,10 @@ class Resolver {
           for (const out of outputs) this.use(out.value, out.name ?? 'a column', sink, collect);
           break;
         }
-        case 'FuncCall': {
-          const over = value.over as Node | undefined;
+        case 'FuncCall':
           this.expr([value.args, value.agg_order, value.agg_filter], level, sink, lateral, collect);
-          if (over !== undefined) {
-            this.expr(over.partitionClause, level, 'a window (PARTITION BY)', lateral, collect);
-            for (const sort of (over.orderClause as unknown[] | undefined) ?? []) {
-              this.expr(unwrap(sort)?.[1].node, level, 'a window (ORDER BY)', lateral, collect);
-            }
-            this.expr(
-              [over.startOffset, over.endOffset],
-              level,
-              'a window frame',
-              lateral,
-              collect,
-            );
-          }
+          this.windowDef(value.over as Node | undefined, level, lateral, collect);
           break;
-        }
         case 'RangeVar':
         case 'RangeSubselect':
         case 'RangeFunction':

@@ -26,11 +26,15 @@ interface Verdict {
   readonly mask: MaskPlan;
 }
 
-/** A resolution, and what it read from the catalog (it holds while those are unchanged). */
+/**
+ * A resolution, what it read from the catalog (it holds while those are unchanged), and the
+ * answer masking that follows from it.
+ */
 interface Resolved {
   readonly masked: MaskedSet;
   readonly reads: ReadonlyArray<readonly [string, string, RelationInfo | null]>;
   readonly resolution: Resolution;
+  readonly mask: MaskPlan;
 }
 
 /** Plan keys that carry the planner's estimates. */
@@ -103,9 +107,9 @@ export class SqlService {
   async verdict(analysis: SqlAnalysis, client: PoolClient): Promise<Verdict> {
     const catalog = this.db.catalog(client);
     const reached = await reachedBy(analysis, this.policy, catalog);
-    const { resolution, masked } = await this.resolve(analysis, catalog, reached);
+    const { resolution, mask } = await this.resolve(analysis, catalog, reached);
     const { sessionSafe } = await checkCatalog(reached, resolution, this.policy);
-    return { resolution, sessionSafe, mask: maskPlan(resolution, masked) };
+    return { resolution, sessionSafe, mask };
   }
 
   /** What the catalog sees for name resolution, recording what it was asked. */
@@ -132,14 +136,14 @@ export class SqlService {
   }
 
   /**
-   * Resolves the statement, looking up what it needs; reused while nothing it read changed.
-   * Returns the masked columns it was resolved against.
+   * Resolves the statement, looking up what it needs; reused, with its answer masking, while
+   * nothing it read changed.
    */
   private async resolve(
     analysis: SqlAnalysis,
     catalog: Catalog,
     reached: Reached,
-  ): Promise<{ resolution: Resolution; masked: MaskedSet }> {
+  ): Promise<Resolved> {
     let masked = await catalog.maskedColumns();
     const known = this.#resolved.get(analysis);
     if (
@@ -147,7 +151,7 @@ export class SqlService {
       known.masked === masked &&
       known.reads.every(([schema, name, info]) => catalog.relation(schema, name) === info)
     ) {
-      return { resolution: known.resolution, masked };
+      return known;
     }
     await catalog.loadRelations(
       analysis.relations.flatMap((r) =>
@@ -185,8 +189,9 @@ export class SqlService {
         masked = await catalog.maskedColumns({ fresh: true });
         continue;
       }
-      this.#resolved.set(analysis, { masked, reads, resolution });
-      return { resolution, masked };
+      const resolved = { masked, reads, resolution, mask: maskPlan(resolution, masked) };
+      this.#resolved.set(analysis, resolved);
+      return resolved;
     }
   }
 
