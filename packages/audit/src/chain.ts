@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, sign, verify } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { canonicalJson, sha256, sorted } from './canonical.js';
+import { lineSafe } from './neutral.js';
 import type { AuditRecord } from './record.js';
 
 /** The record without `audit.hash`, every object in canonical key order (a fresh top level). */
@@ -25,8 +26,9 @@ export function recordHash(record: AuditRecord): string {
  * The record's hash and its JSON line from ONE serialisation: the record is put in canonical
  * order (records the core builds already are, so nothing nested is copied), V8's
  * `JSON.stringify` writes the hashed text, and the line is that text with `"hash":"…"` put where
- * canonical order puts it among the `audit` members — canonical JSON itself, so a verifier that
- * re-serialises gets the same bytes.
+ * canonical order puts it among the `audit` members — canonical JSON itself (with U+2028, U+2029
+ * and U+0085 escaped: see `lineSafe`), so a verifier that parses and re-serialises it gets the
+ * hashed bytes.
  */
 export function sealRecord(record: AuditRecord): { hash: string; line: string } {
   const body = unsealed(record);
@@ -41,7 +43,7 @@ export function sealRecord(record: AuditRecord): { hash: string; line: string } 
   const { checkpoint } = body.audit as { checkpoint?: unknown };
   if (checkpoint !== undefined) at += `"checkpoint":${JSON.stringify(checkpoint)},`.length;
   // `prev_hash` (null or a hash) always follows, hence the comma.
-  return { hash, line: `${text.slice(0, at)}"hash":"${hash}",${text.slice(at)}` };
+  return { hash, line: lineSafe(`${text.slice(0, at)}"hash":"${hash}",${text.slice(at)}`) };
 }
 
 /** The bytes a checkpoint signature covers. */

@@ -8,6 +8,7 @@ import { keyIdOf } from './chain.js';
 import { csvHeader, csvLine, flatten, toOcsf } from './export.js';
 import { matcher, parseTime } from './filter.js';
 import type { RecordFilter } from './filter.js';
+import { forTerminal, jsonForTerminal } from './neutral.js';
 import { readLines } from './read.js';
 import { CALLS, ReportBuilder } from './report.js';
 import { loadPublicKeys, verifyLines } from './verify.js';
@@ -62,10 +63,18 @@ function verifiedWith(report: VerifyReport): string {
   return ` with key ${keys.map(([id, n]) => (keys.length > 1 ? `${id} (${n})` : id)).join(', ')}`;
 }
 
+/** The verdict in lines, each neutralised for the terminal (a log chooses some of the values). */
 function describe(report: VerifyReport): string {
+  return verdict(report).map(forTerminal).join('\n');
+}
+
+function verdict(report: VerifyReport): string[] {
   if (!report.intact) {
     const d = report.damage!;
-    return `DAMAGED (${d.kind}) at ${d.file}:${d.line}${d.seq === undefined ? '' : ` seq ${d.seq}`}: ${d.message}\n${report.records} record(s) verified before it.`;
+    return [
+      `DAMAGED (${d.kind}) at ${d.file}:${d.line}${d.seq === undefined ? '' : ` seq ${d.seq}`}: ${d.message}`,
+      `${report.records} record(s) verified before it.`,
+    ];
   }
   const signed = report.checkpoints.signed;
   const unverified = signed - report.checkpoints.verified;
@@ -90,7 +99,7 @@ function describe(report: VerifyReport): string {
       ? []
       : [`note: the input starts mid-chain at seq ${report.startsAtSeq}`]),
     ...(report.foreignLines > 0 ? [`note: ${report.foreignLines} non-audit line(s) skipped`] : []),
-  ].join('\n');
+  ];
 }
 
 function filterFrom(values: Record<string, unknown>): RecordFilter {
@@ -158,7 +167,9 @@ export async function main(
       });
       await write(
         out,
-        values.json ? `${JSON.stringify(report, null, 2)}\n` : `${describe(report)}\n`,
+        values.json
+          ? `${jsonForTerminal(JSON.stringify(report, null, 2))}\n`
+          : `${describe(report)}\n`,
       );
       return report.intact ? 0 : 1;
     }
@@ -194,7 +205,7 @@ export async function main(
       );
       await write(
         out,
-        `${values.out}: ${builder.calls} calls; ${describe(integrity).split('\n')[0]}\n`,
+        `${forTerminal(values.out)}: ${builder.calls} calls; ${forTerminal(verdict(integrity)[0])}\n`,
       );
       return integrity.intact ? 0 : 1;
     }
@@ -214,7 +225,9 @@ export async function main(
         if (r === undefined || !keep(r)) continue;
         if (n++ >= limit) break;
         if (format === 'table') {
-          const row = flatten(r);
+          const row = Object.fromEntries(
+            Object.entries(flatten(r)).map(([k, v]) => [k, forTerminal(v)]),
+          ) as ReturnType<typeof flatten>;
           await write(
             out,
             `${row.timestamp}  ${row.outcome.padEnd(7)} ${row.reason.padEnd(14)} ${row.principal.padEnd(20)} ${row.action.padEnd(14)} ${row.name}${row.target ? ` → ${row.target}` : ''}${row.duration_ms ? `  ${row.duration_ms} ms` : ''}\n`,
@@ -223,9 +236,9 @@ export async function main(
           await write(out, `${csvLine(r)}\n`);
         } else if (format === 'ocsf') {
           const event = toOcsf(r);
-          if (event) await write(out, `${JSON.stringify(event)}\n`);
+          if (event) await write(out, `${jsonForTerminal(JSON.stringify(event))}\n`);
         } else {
-          await write(out, `${JSON.stringify(r)}\n`);
+          await write(out, `${jsonForTerminal(JSON.stringify(r))}\n`);
         }
       }
       return 0;
@@ -236,10 +249,10 @@ export async function main(
       error instanceof UsageError ||
       (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')
     ) {
-      await write(err, `gatehouse-audit: ${(error as Error).message}\n\n${USAGE}\n`);
+      await write(err, `gatehouse-audit: ${forTerminal((error as Error).message)}\n\n${USAGE}\n`);
       return 2;
     }
-    await write(err, `gatehouse-audit: ${(error as Error).message}\n`);
+    await write(err, `gatehouse-audit: ${forTerminal((error as Error).message)}\n`);
     return 2;
   }
 }

@@ -1,3 +1,4 @@
+import { forTerminal } from './neutral.js';
 import type { AuditRecord } from './record.js';
 
 /** CSV columns of `export --format csv` (and the table of `query`). */
@@ -57,7 +58,8 @@ export const csvHeader = (): string => CSV_COLUMNS.join(',');
 /** One CSV line. */
 export function csvLine(r: AuditRecord): string {
   const row = flatten(r);
-  return CSV_COLUMNS.map((c) => csvCell(row[c])).join(',');
+  // Neutralised for terminals too: a CSV is as often read with `cat` as in a spreadsheet.
+  return CSV_COLUMNS.map((c) => csvCell(forTerminal(row[c]))).join(',');
 }
 
 const OCSF_VERSION = '1.6.0';

@@ -1,6 +1,6 @@
 import { createReadStream, openSync, readSync, closeSync } from 'node:fs';
-import { createInterface } from 'node:readline';
 import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
 import type { AuditRecord } from './record.js';
 import { lastJsonLine } from './sinks.js';
 
@@ -14,11 +14,93 @@ export interface Line {
   unparseable?: 'garbage' | 'torn';
   /** Set for JSON lines that are not audit records (ordinary log lines on a shared stream). */
   foreign?: boolean;
+  /** Set for lines that claim to be audit records but are not well formed: what is wrong. */
+  malformed?: string;
 }
 
 function isAuditRecord(value: unknown): value is AuditRecord {
   const audit = (value as { audit?: { schema_version?: unknown } } | null)?.audit;
   return typeof audit?.schema_version === 'string';
+}
+
+type Check = (value: unknown) => boolean;
+const string: Check = (v) => typeof v === 'string';
+const optional =
+  (check: Check): Check =>
+  (v) =>
+    v === undefined || check(v);
+const integer: Check = (v) => Number.isSafeInteger(v);
+const number: Check = (v) => typeof v === 'number' && Number.isFinite(v);
+
+/**
+ * The members every reader relies on, with their types: a record that claims to be an audit
+ * record (it has `audit.schema_version`) but breaks one is malformed — a tampered log, never
+ * something a reader prints or counts as if it were a record.
+ */
+const SHAPE: ReadonlyArray<readonly [string, Check]> = [
+  ['@timestamp', string],
+  ['event.action', string],
+  ['event.outcome', string],
+  ['event.reason', string],
+  ['event.id', optional(string)],
+  ['event.duration', optional(number)],
+  ['service.name', string],
+  ['audit.seq', integer],
+  ['audit.hash', string],
+  ['audit.prev_hash', (v) => v === null || typeof v === 'string'],
+  ['audit.stream', optional(string)],
+  ['user.id', optional(string)],
+  ['auth.method', optional(string)],
+  ['mcp.name', optional(string)],
+  ['target.resource', optional(string)],
+  ['error.message', optional(string)],
+  ['error.type', optional(string)],
+  ['client.name', optional(string)],
+  ['tool.access', optional(string)],
+  ['audit.checkpoint', (v) => v === undefined || (v !== null && typeof v === 'object')],
+];
+
+/** A checkpoint's members, when the record has one. */
+const CHECKPOINT: ReadonlyArray<readonly [string, Check]> = [
+  ['audit.checkpoint.covers.seq', integer],
+  ['audit.checkpoint.covers.hash', string],
+  ['audit.checkpoint.algorithm', string],
+  ['audit.checkpoint.key_id', optional(string)],
+  ['audit.checkpoint.signature', optional(string)],
+  ['audit.checkpoint.time', string],
+];
+
+/** What is wrong with a record's shape, or undefined when nothing is. */
+export function malformation(record: AuditRecord): string | undefined {
+  const checks = record.audit.checkpoint === undefined ? SHAPE : [...SHAPE, ...CHECKPOINT];
+  for (const [path, check] of checks) {
+    let value: unknown = record;
+    for (const key of path.split('.')) {
+      value =
+        value !== null && typeof value === 'object' && Object.hasOwn(value, key)
+          ? (value as Record<string, unknown>)[key]
+          : undefined;
+    }
+    if (!check(value)) return `${path} is missing or of the wrong type`;
+  }
+  return undefined;
+}
+
+/**
+ * The lines of a stream, split on `\n` only: U+2028, U+2029, U+0085 and a lone `\r` are text
+ * inside a record, never line ends (readline splits on some of them, so a record holding one
+ * would vanish and a genuine log would read as damaged).
+ */
+async function* linesOf(input: Readable): AsyncGenerator<string> {
+  const decoder = new StringDecoder('utf8');
+  let rest = '';
+  for await (const chunk of input as AsyncIterable<Buffer | string>) {
+    const parts = (rest + (typeof chunk === 'string' ? chunk : decoder.write(chunk))).split('\n');
+    rest = parts.pop()!;
+    yield* parts;
+  }
+  rest += decoder.end();
+  if (rest !== '') yield rest;
 }
 
 /** The first audit record of a file (to order rotated files), read without loading the file. */
@@ -83,7 +165,7 @@ export async function* readLines(
 ): AsyncGenerator<Line> {
   for (const file of paths.includes('-') ? paths : orderFiles(paths)) {
     const input = file === '-' ? stdin : createReadStream(file);
-    const lines = createInterface({ input, crlfDelay: Infinity });
+    const lines = linesOf(input);
     let number = 0;
     let pending: Line | undefined;
     for await (const text of lines) {
@@ -98,9 +180,15 @@ export async function* readLines(
         pending = { file, line: number, unparseable: 'garbage' };
         continue;
       }
-      pending = isAuditRecord(value)
-        ? { file, line: number, record: value }
-        : { file, line: number, foreign: true };
+      if (!isAuditRecord(value)) {
+        pending = { file, line: number, foreign: true };
+        continue;
+      }
+      const wrong = malformation(value);
+      pending =
+        wrong === undefined
+          ? { file, line: number, record: value }
+          : { file, line: number, malformed: wrong };
     }
     if (pending) {
       // An unparseable last line is a torn write (the process died mid-line, or the tail was cut).

@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import { asText } from './neutral.js';
 import type { AuditRecord } from './record.js';
 import type { Damage, VerifyReport } from './verify.js';
 
@@ -8,8 +10,33 @@ const RECENT_FAILURES = 100;
 const RECENT_WRITES = 500;
 const RECENT_LIFECYCLE = 200;
 
-const escape = (value: string | number | undefined): string =>
-  String(value ?? '').replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+/** Every value put in the page: text, never markup, whatever its type (a log chooses it). */
+const escape = (value: unknown): string =>
+  asText(value).replace(/[&<>"']/g, (c) => `&#${c.charCodeAt(0)};`);
+
+/** The page's one stylesheet; the CSP admits it by its hash and no other style at all. */
+const STYLE = `body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:24px;color:#1d2330}
+h1{font-size:22px;margin:0 0 4px} summary h3{display:inline-block} summary{cursor:pointer} h2{font-size:17px;margin:0 0 8px} h3{font-size:15px;margin:24px 0 8px}
+.meta{color:#5b6475;margin-bottom:16px} code{font-size:12px}
+.banner{border-radius:8px;padding:12px 16px;margin:12px 0 20px} .banner p{margin:0}
+.ok{background:#e7f6ec;border:1px solid #37a060} .warn{background:#fff6e0;border:1px solid #d49a1f} .bad{background:#fdecec;border:1px solid #c0392b}
+.kpis{display:flex;gap:12px;flex-wrap:wrap} .kpi{border:1px solid #d9dee8;border-radius:8px;padding:10px 14px;min-width:120px}
+.kpi b{display:block;font-size:22px}
+.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
+table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eceff4;vertical-align:top}
+td.n{text-align:right;font-variant-numeric:tabular-nums;width:70px}
+.bar{display:block;width:100%;height:10px} .bar rect{fill:#4a7bd0} .bar.f rect{fill:#c0392b} td.barcell{width:40%}
+.wrap{overflow-wrap:break-word;word-break:normal}
+tr.damage td{background:#fdecec;color:#8e1e12;font-weight:600} tr.unverified td{color:#8a6d3b}
+svg text{font-size:10px;fill:#5b6475}
+`;
+
+/**
+ * Nothing runs, loads or styles but the page itself: no script, no request, no form, no base,
+ * no style but {@link STYLE} (no injected `<style>`, no `style` attribute). CSP cannot forbid a
+ * `<meta http-equiv=refresh>`; escaping every value is what keeps one out.
+ */
+const CSP = `default-src 'none'; style-src 'sha256-${createHash('sha256').update(STYLE).digest('base64')}'; img-src data:; base-uri 'none'; form-action 'none'`;
 
 /** Counts per key, bounded: past MAX_KEYS distinct keys, the rest count as "(other)". */
 class Counter {
@@ -209,15 +236,15 @@ export class ReportBuilder {
     const keysUsed =
       used.length === 0
         ? ''
-        : ` with ${used.length > 1 ? 'keys' : 'key'} ${used.map(([id, n]) => `<code data-key-id="${escape(id)}">${escape(id)}</code>${used.length > 1 ? ` (${n})` : ''}`).join(', ')}`;
+        : ` with ${used.length > 1 ? 'keys' : 'key'} ${used.map(([id, n]) => `<code data-key-id="${escape(id)}">${escape(id)}</code>${used.length > 1 ? ` (${escape(n)})` : ''}`).join(', ')}`;
     const banner = integrity.intact
-      ? `<section class="banner ${proven ? 'ok' : 'warn'}" data-integrity="intact"><h2>Integrity: intact${proven ? ', signatures verified' : ''}</h2><p>${integrity.records} records in ${integrity.chains} chain(s); ${checkpoints.total} checkpoints, ${checkpoints.signed} signed, <strong>${checkpoints.verified} signature(s) verified</strong>${keysUsed}.${caveat}${integrity.openTail > 0 ? ` ${integrity.openTail} record(s) after the last checkpoint (open tail accepted).` : ''}${integrity.startsAtSeq === undefined ? '' : ` The input starts mid-chain at seq ${integrity.startsAtSeq}.`}</p></section>`
-      : `<section class="banner bad" data-integrity="damaged"><h2>Integrity: DAMAGED — ${escape(integrity.damage?.kind)}</h2><p>First bad record: <code>${escape(integrity.damage?.file)}:${integrity.damage?.line}</code>${integrity.damage?.seq === undefined ? '' : ` (seq ${integrity.damage.seq})`} — ${escape(integrity.damage?.message)}. The figures below cover the whole log: the ${integrity.records} records before the damage are verified, the <strong data-unverified="${this.unverified}">${this.unverified}</strong> from it on are not (marked <em>unverified</em> in the tables, the damage shown where it is).</p></section>`;
+      ? `<section class="banner ${proven ? 'ok' : 'warn'}" data-integrity="intact"><h2>Integrity: intact${proven ? ', signatures verified' : ''}</h2><p>${escape(integrity.records)} records in ${escape(integrity.chains)} chain(s); ${escape(checkpoints.total)} checkpoints, ${escape(checkpoints.signed)} signed, <strong>${escape(checkpoints.verified)} signature(s) verified</strong>${keysUsed}.${escape(caveat)}${integrity.openTail > 0 ? ` ${escape(integrity.openTail)} record(s) after the last checkpoint (open tail accepted).` : ''}${integrity.startsAtSeq === undefined ? '' : ` The input starts mid-chain at seq ${escape(integrity.startsAtSeq)}.`}</p></section>`
+      : `<section class="banner bad" data-integrity="damaged"><h2>Integrity: DAMAGED — ${escape(integrity.damage?.kind)}</h2><p>First bad record: <code>${escape(integrity.damage?.file)}:${escape(integrity.damage?.line)}</code>${integrity.damage?.seq === undefined ? '' : ` (seq ${escape(integrity.damage.seq)})`} — ${escape(integrity.damage?.message)}. The figures below cover the whole log: the ${escape(integrity.records)} records before the damage are verified, the <strong data-unverified="${escape(this.unverified)}">${escape(this.unverified)}</strong> from it on are not (marked <em>unverified</em> in the tables, the damage shown where it is).</p></section>`;
     const unsigned =
       integrity.intact &&
       integrity.lastSigned !== undefined &&
       integrity.lastSigned.unsignedAfter > 0
-        ? `<section class="banner warn" data-integrity="unsigned-tail"><h2>The end of the log is not signed</h2><p>The last signed checkpoint covers seq ${integrity.lastSigned.seq}; the <strong>${integrity.lastSigned.unsignedAfter}</strong> record(s) after it are covered by no signature.</p></section>`
+        ? `<section class="banner warn" data-integrity="unsigned-tail"><h2>The end of the log is not signed</h2><p>The last signed checkpoint covers seq ${escape(integrity.lastSigned.seq)}; the <strong>${escape(integrity.lastSigned.unsignedAfter)}</strong> record(s) after it are covered by no signature.</p></section>`
         : '';
     const overrides =
       this.#overrides > 0
@@ -225,25 +252,10 @@ export class ReportBuilder {
         : '';
     return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
-<meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'; img-src data:">
+<meta http-equiv="Content-Security-Policy" content="${CSP}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>${escape(title)}</title>
-<style>
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0 auto;max-width:1100px;padding:24px;color:#1d2330}
-h1{font-size:22px;margin:0 0 4px} summary h3{display:inline-block} summary{cursor:pointer} h2{font-size:17px;margin:0 0 8px} h3{font-size:15px;margin:24px 0 8px}
-.meta{color:#5b6475;margin-bottom:16px} code{font-size:12px}
-.banner{border-radius:8px;padding:12px 16px;margin:12px 0 20px} .banner p{margin:0}
-.ok{background:#e7f6ec;border:1px solid #37a060} .warn{background:#fff6e0;border:1px solid #d49a1f} .bad{background:#fdecec;border:1px solid #c0392b}
-.kpis{display:flex;gap:12px;flex-wrap:wrap} .kpi{border:1px solid #d9dee8;border-radius:8px;padding:10px 14px;min-width:120px}
-.kpi b{display:block;font-size:22px}
-.grid{display:grid;grid-template-columns:repeat(auto-fit,minmax(320px,1fr));gap:16px}
-table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;padding:4px 6px;border-bottom:1px solid #eceff4;vertical-align:top}
-td.n{text-align:right;font-variant-numeric:tabular-nums;width:70px}
-.bar{background:#4a7bd0;height:10px;border-radius:2px} .bar.f{background:#c0392b}
-.wrap{overflow-wrap:break-word;word-break:normal}
-tr.damage td{background:#fdecec;color:#8e1e12;font-weight:600} tr.unverified td{color:#8a6d3b}
-svg text{font-size:10px;fill:#5b6475}
-</style></head><body>
+<style>${STYLE}</style></head><body>
 <h1>${escape(title)}</h1>
 <div class="meta">Generated ${escape((options.generatedAt ?? new Date()).toISOString())} from ${options.sources.map((s) => `<code>${escape(s)}</code>`).join(', ')}${this.#from ? ` · calls from ${escape(this.#from)} to ${escape(this.#to)}` : ''}</div>
 ${banner}
@@ -335,7 +347,7 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
     return `<table data-chart="${name}">${entries
       .map(
         ([key, n]) =>
-          `<tr><td class="wrap">${escape(key)}</td><td class="n" data-value="${n}">${n}</td><td style="width:40%"><div class="bar${failure(key) ? ' f' : ''}" style="width:${Math.max(1, Math.round((n / max) * 100))}%"></div></td></tr>`,
+          `<tr><td class="wrap">${escape(key)}</td><td class="n" data-value="${escape(n)}">${escape(n)}</td><td class="barcell"><svg class="bar${failure(key) ? ' f' : ''}" viewBox="0 0 100 10" preserveAspectRatio="none" aria-hidden="true"><rect width="${Math.max(1, Math.round((n / max) * 100))}" height="10" rx="1"/></svg></td></tr>`,
       )
       .join('')}</table>`;
   }
@@ -348,7 +360,7 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
       .reverse()
       .map((r) =>
         r.damage !== undefined
-          ? `<tr class="damage" data-damage="${escape(r.damage.kind)}"><td colspan="6">⚠ Integrity damage here (${escape(r.damage.kind)}) at <code>${escape(r.damage.file)}:${r.damage.line}</code>: ${escape(r.damage.message)}. Rows above this line are not verified.</td></tr>`
+          ? `<tr class="damage" data-damage="${escape(r.damage.kind)}"><td colspan="6">⚠ Integrity damage here (${escape(r.damage.kind)}) at <code>${escape(r.damage.file)}:${escape(r.damage.line)}</code>: ${escape(r.damage.message)}. Rows above this line are not verified.</td></tr>`
           : `<tr${r.unverified ? ' class="unverified" data-unverified="true"' : ''}><td>${escape(r.time)}${r.unverified ? ' <em>unverified</em>' : ''}</td><td>${escape(r.principal)}</td><td class="wrap">${escape(r.action)} ${escape(r.name)}</td><td class="wrap">${escape(r.target)}</td><td>${escape(r.reason)}</td><td class="wrap">${escape(r.detail.slice(0, 300))}</td></tr>`,
       )
       .join('')}</table>`;

@@ -158,6 +158,14 @@ export async function verifyLines(
           : 'the line is not a JSON record any more',
       };
     }
+    if (current.malformed !== undefined) {
+      return {
+        kind: 'modified',
+        file: current.file,
+        line: current.line,
+        message: `the line is not a well-formed audit record any more (${current.malformed})`,
+      };
+    }
     const item = current as Located;
     const { record } = item;
     const { seq } = record.audit;

@@ -1,5 +1,6 @@
 import { chromium } from 'playwright-core';
-import type { Browser } from 'playwright-core';
+import { pathToFileURL } from 'node:url';
+import type { Browser, Page } from 'playwright-core';
 
 /** Debian's Chromium (the `chromium` package); CHROMIUM_PATH overrides. */
 
@@ -21,4 +22,23 @@ export function launch(): Promise<Browser> {
       '--disable-dev-shm-usage',
     ],
   });
+}
+
+/**
+ * Opens a report file in a new page and records every request that leaves it. `settleMs`: how
+ * long to stay, for a refresh or a navigation to have had time to happen.
+ */
+export async function openReport(
+  browser: Browser,
+  html: string,
+  settleMs = 0,
+): Promise<{ page: Page; requests: string[] }> {
+  const page = await browser.newPage();
+  const requests: string[] = [];
+  page.on('request', (r) => {
+    if (r.url() !== pathToFileURL(html).href) requests.push(r.url());
+  });
+  await page.goto(pathToFileURL(html).href);
+  if (settleMs > 0) await page.waitForTimeout(settleMs);
+  return { page, requests };
 }

@@ -1,9 +1,8 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { launch } from './browser.js';
+import { launch, openReport } from './browser.js';
 import { createPublicKey, randomUUID } from 'node:crypto';
 import { keyIdOf } from '../src/chain.js';
 import { AuditLog, ReportBuilder, fileSink } from '../src/index.js';
@@ -27,15 +26,7 @@ afterAll(async () => {
   await browser?.close();
 });
 
-async function open(html: string) {
-  const page = await browser.newPage();
-  const requests: string[] = [];
-  page.on('request', (r) => {
-    if (r.url() !== pathToFileURL(html).href) requests.push(r.url());
-  });
-  await page.goto(pathToFileURL(html).href);
-  return { page, requests };
-}
+const open = (html: string) => openReport(browser, html);
 
 describe('gatehouse-audit report in headless Chromium', () => {
   it('renders a self-contained page whose charts carry the log’s numbers', async () => {

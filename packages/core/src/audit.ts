@@ -3,6 +3,7 @@ import { AuditLog, fdSink, fileSink, findChainEnd, loadSigner } from '@gatehouse
 import type { AuditAction, AuditEntry, LineSink } from '@gatehouse/audit';
 import type { BaseConfig } from './config.js';
 import type { Principal } from './principal.js';
+import { sanitizeText } from './sanitize.js';
 import { scrubSecrets } from './secrets.js';
 
 /**
@@ -70,6 +71,27 @@ export function redactArgs(value: unknown, depth = 0): unknown {
     );
   }
   return value;
+}
+
+/**
+ * Controls, bidi controls and marks, and line separators: what the sanitiser may keep in text
+ * for a model (a newline, a tab) but a record of who asked must not carry — a reader prints
+ * these fields on a terminal, in a table, in a report.
+ */
+/* eslint-disable no-control-regex -- matching controls is the point */
+const UNPRINTABLE =
+  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
+/* eslint-enable no-control-regex */
+
+/**
+ * A value the caller chose (a client name, a user agent, a URI, a token's subject, a name), as
+ * the record keeps it: secrets scrubbed, sanitised, every control and bidi character removed,
+ * capped. Whatever the type it arrived as, the record holds a string.
+ */
+export function callerText(value: unknown, max: number): string {
+  return sanitizeText(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''))
+    .text.replace(UNPRINTABLE, '')
+    .slice(0, max);
 }
 
 /** A safe error message for a record: secrets scrubbed, bounded. */
@@ -252,16 +274,18 @@ export function scopeDeniedEntry(
       start: now,
       duration: 0,
     },
-    user: { id: principal.id },
+    user: { id: callerText(principal.id, 256) },
     auth: {
       method: principal.authMethod,
-      ...(principal.credentialId === undefined ? {} : { credential_id: principal.credentialId }),
+      ...(principal.credentialId === undefined
+        ? {}
+        : { credential_id: callerText(principal.credentialId, 256) }),
     },
     ...(peer.sourceIp === undefined ? {} : { source: { ip: peer.sourceIp } }),
     ...(peer.userAgent === undefined
       ? {}
-      : { user_agent: { original: auditMessage(peer.userAgent).slice(0, 512) } }),
-    mcp: { transport: 'http', name: auditMessage(request.name).slice(0, 512) },
+      : { user_agent: { original: callerText(peer.userAgent, 512) } }),
+    mcp: { transport: 'http', name: callerText(request.name, 512) },
     ...(tool === undefined
       ? {}
       : {

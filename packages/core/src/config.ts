@@ -165,10 +165,14 @@ export const baseConfigShape = {
     ),
   GATEHOUSE_RATE_READ_PER_MIN: envInt(1, 1_000_000)
     .default(120)
-    .describe('Calls per minute of each read tool, per principal.'),
+    .describe(
+      'Calls per minute of each read tool, resource, prompt and completion, per principal: at most this many in any 60 seconds.',
+    ),
   GATEHOUSE_RATE_WRITE_PER_MIN: envInt(1, 1_000_000)
     .default(20)
-    .describe('Calls per minute of each write tool, per principal.'),
+    .describe(
+      'Calls per minute of each write tool, per principal: at most this many in any 60 seconds.',
+    ),
   GATEHOUSE_REDIS_URL: secret(
     z.string().regex(/^rediss?:\/\/\S+$/, 'expected a redis:// or rediss:// URL'),
   )

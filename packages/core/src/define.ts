@@ -223,6 +223,11 @@ export interface PromptArgument {
 export type PromptHandlerResult =
   PromptMessage[] | { description?: string; messages: PromptMessage[] } | InputRequiredResult;
 
+/** A prompt's arguments as its handler gets them (strings on the wire; optional ones may be absent). */
+export type PromptArgs<A extends Record<string, PromptArgument>> = {
+  [K in keyof A]: A[K]['required'] extends true ? string : string | undefined;
+};
+
 /** A reusable prompt. */
 export interface PromptDefinition<
   A extends Record<string, PromptArgument> = Record<string, PromptArgument>,
@@ -233,10 +238,14 @@ export interface PromptDefinition<
   arguments?: A;
   /** The scope a principal needs to list, get and complete it (default: the server's read scope). */
   scope?: string;
-  handler(
-    args: { [K in keyof A]: A[K]['required'] extends true ? string : string | undefined },
-    ctx: RequestContext,
-  ): Promise<PromptHandlerResult>;
+  /**
+   * What a get acts on, as policy and audit see it (`jira:OPS`), like a tool's: every target is
+   * checked against the allow-list before the handler runs. May throw a PolicyError (a name
+   * outside the server's own list) or a ToolError (not a name at all): the refusal is answered
+   * as the JSON-RPC error of its row, and the handler never sees the argument.
+   */
+  target?(args: PromptArgs<A>): string | readonly string[] | undefined;
+  handler(args: PromptArgs<A>, ctx: RequestContext): Promise<PromptHandlerResult>;
 }
 
 /** What a running server offers its definition (see `ServerDefinition.onStart`). */

@@ -1,5 +1,5 @@
+import { randomUUID } from 'node:crypto';
 import type { BaseConfig } from './config.js';
-import type { ToolDefinition } from './define.js';
 import type { Principal } from './principal.js';
 
 /** Why a call may not start now, and when to try again. */
@@ -9,79 +9,76 @@ export interface Limited {
   message: string;
 }
 
-/** What the pipeline needs of a limiter: consume one point, or reject with `msBeforeNext`. */
+/**
+ * What the pipeline needs of a limiter: count one call for `key` when the last minute has room
+ * for it, and say how many milliseconds until it would have (0: counted, the call may run).
+ * Rejects only when the store itself fails.
+ */
 export interface RateLimiter {
-  consume(key: string): Promise<unknown>;
+  take(key: string): Promise<number>;
 }
 
-/** Builds the rate limiter for one access class (in process, or rate-limiter-flexible on Redis). */
+/** Builds the rate limiter for one access class (in this process, or in Redis). */
 export type LimiterFactory = (pointsPerMinute: number, name: string) => RateLimiter;
 
-/** The two windows of a per-minute rate, in memory and in Redis alike: a steady share, a burst. */
-function windowsOf(perMinute: number) {
-  return [
-    { points: Math.max(1, Math.ceil(perMinute / 6)), seconds: 10 },
-    { points: perMinute, seconds: 60 },
-  ] as const;
-}
-
-/** Fixed windows per key in this process: a count and when the window ends. */
-class Windows {
-  readonly #windows = new Map<string, { count: number; endsAt: number }>();
-  constructor(
-    readonly points: number,
-    readonly durationMs: number,
-  ) {}
-
-  /** Counts one call (refused ones too, as rate-limiter-flexible does); ms to wait when over. */
-  take(key: string, now: number): number {
-    let window = this.#windows.get(key);
-    if (window === undefined || window.endsAt <= now) {
-      // Forget ended windows now and then, so many callers do not grow the map without end.
-      if (this.#windows.size >= 10_000) {
-        for (const [k, w] of this.#windows) if (w.endsAt <= now) this.#windows.delete(k);
-      }
-      window = { count: 0, endsAt: now + this.durationMs };
-      this.#windows.set(key, window);
-    }
-    window.count++;
-    return window.count <= this.points ? 0 : window.endsAt - now;
-  }
-}
+const MINUTE_MS = 60_000;
 
 /**
- * In memory: a steady rate in 10-second windows plus a burst allowance of the per-minute rate —
- * rate-limiter-flexible's BurstyRateLimiter over two RateLimiterMemory, the same counts and
- * waits, written out (a few lines, no timers, no promise per window): a call passes when the
- * 10-second window has room, else when the minute's burst has; a refusal waits for the sooner
- * of the two to end.
+ * In memory: a sliding log per key — the times of the calls accepted in the last minute, oldest
+ * first — so at most `perMinute` calls pass in any 60 seconds, however they are paced (fixed
+ * windows, or a steady share beside a burst, let twice the rate through across a boundary).
+ * Refused calls are not counted: a caller that backs off is served again when the minute allows.
  */
 export const memoryLimiter: LimiterFactory = (perMinute) => {
-  const [steadyWindow, burstWindow] = windowsOf(perMinute);
-  const steady = new Windows(steadyWindow.points, steadyWindow.seconds * 1000);
-  const burst = new Windows(burstWindow.points, burstWindow.seconds * 1000);
+  const logs = new Map<string, { times: number[]; head: number }>();
   return {
-    consume: (key: string) => {
+    take: (key: string) => {
       const now = Date.now();
-      const wait = steady.take(key, now);
-      if (wait === 0) return Promise.resolve();
-      const burstWait = burst.take(key, now);
-      if (burstWait === 0) return Promise.resolve();
-      return Promise.reject(new RateRefusal(Math.min(wait, burstWait)));
+      let log = logs.get(key);
+      if (log === undefined) {
+        // Forget idle keys now and then, so many callers do not grow the map without end.
+        if (logs.size >= 10_000) {
+          for (const [k, l] of logs) if (l.times.at(-1)! <= now - MINUTE_MS) logs.delete(k);
+        }
+        log = { times: [], head: 0 };
+        logs.set(key, log);
+      }
+      const { times } = log;
+      while (log.head < times.length && times[log.head]! <= now - MINUTE_MS) log.head++;
+      if (times.length - log.head >= perMinute) {
+        return Promise.resolve(Math.max(1, times[log.head]! + MINUTE_MS - now));
+      }
+      times.push(now);
+      if (log.head > 1024 && log.head * 2 > times.length) {
+        log.times = times.slice(log.head);
+        log.head = 0;
+      }
+      return Promise.resolve(0);
     },
   };
 };
 
+/**
+ * The same sliding log in Redis, one sorted set per key scored by Redis's own clock (replicas'
+ * clocks may differ), in one script so that concurrent replicas cannot both take the last place.
+ */
+const REDIS_TAKE = `
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local window = tonumber(ARGV[1])
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
+if redis.call('ZCARD', KEYS[1]) < tonumber(ARGV[2]) then
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
+  redis.call('PEXPIRE', KEYS[1], window)
+  return 0
+end
+local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+return math.max(1, tonumber(oldest[2]) + window - now)
+`;
+
 /** One limiter per access class. */
 function classes(factory: LimiterFactory, perMinute: { read: number; write: number }) {
   return { read: factory(perMinute.read, 'read'), write: factory(perMinute.write, 'write') };
-}
-
-/** An in-process limiter's refusal (rate-limiter-flexible's are RateLimiterRes objects). */
-class RateRefusal extends Error {
-  constructor(readonly msBeforeNext: number) {
-    super(`rate limited for ${msBeforeNext} ms`);
-  }
 }
 
 /** A store the replicas share their counters in (Redis), and whether it answers now. */
@@ -95,21 +92,18 @@ export interface SharedLimiterStore {
 }
 
 /**
- * Redis (ioredis) as the shared store: the same windows as {@link memoryLimiter}, counted in
+ * Redis (ioredis) as the shared store: the same sliding log as {@link memoryLimiter}, kept in
  * Redis under `gatehouse:<service>:…`, so every replica of a server draws from one budget.
- * Commands fail at once while Redis is unreachable (no offline queue), and the limiter rejects
- * without waiting when the connection is not ready: the caller then applies the configured
- * fallback instead of hanging a call on a dead store. `onChange` hears every up/down transition.
+ * Commands fail at once while Redis is unreachable (no offline queue): the caller then applies
+ * the configured fallback instead of hanging a call on a dead store. `onChange` hears every
+ * up/down transition.
  */
 export async function redisLimiterStore(
   url: string,
   service: string,
   onChange: (up: boolean, detail: string) => void,
 ): Promise<SharedLimiterStore> {
-  const [{ Redis }, { BurstyRateLimiter, RateLimiterRedis }] = await Promise.all([
-    import('ioredis'),
-    import('rate-limiter-flexible'),
-  ]);
+  const { Redis } = await import('ioredis');
   const client = new Redis(url, {
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
@@ -118,6 +112,10 @@ export async function redisLimiterStore(
     // Keep trying, at most every 2 s: the store comes back on its own when Redis does.
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
   });
+  client.defineCommand('gatehouseTake', { numberOfKeys: 1, lua: REDIS_TAKE });
+  const take = (
+    client as unknown as Record<string, (...a: unknown[]) => Promise<number>>
+  ).gatehouseTake!.bind(client);
   let up = false;
   let lastProblem = 'not connected yet';
   client.on('ready', () => {
@@ -146,35 +144,23 @@ export async function redisLimiterStore(
   return {
     name: 'redis',
     healthy: () => up,
-    factory: (perMinute, name) => {
-      const [steady, burst] = windowsOf(perMinute).map(
-        ({ points, seconds }, i) =>
-          new RateLimiterRedis({
-            storeClient: client,
-            rejectIfRedisNotReady: true,
-            points,
-            duration: seconds,
-            keyPrefix: `${prefix}:${name}${i === 0 ? '' : ':burst'}`,
-          }),
-      );
-      return new BurstyRateLimiter(steady!, burst!);
-    },
+    factory: (perMinute, name) => ({
+      take: async (key) =>
+        Number(await take(`${prefix}:${name}:${key}`, MINUTE_MS, perMinute, randomUUID())),
+    }),
     close: async () => {
       client.disconnect();
     },
   };
 }
 
-/** Stands for a store that is known to be down (no request is sent to it). */
-const STORE_DOWN = new Error('the shared rate-limit store is unreachable');
-
-/** A refusal from a limiter: ours, or rate-limiter-flexible's result carrying msBeforeNext. */
-function isRefusal(error: unknown): error is { msBeforeNext: number } {
-  if (error instanceof RateRefusal) return true;
-  return (
-    typeof (error as { msBeforeNext?: unknown } | null)?.msBeforeNext === 'number' &&
-    !(error instanceof Error)
-  );
+/** What a call is counted as: `method:name` with the registered name (or `unknown`). */
+export interface LimitSubject {
+  /** `tools/call:github_get_issue`, `resources/read:schema`, `prompts/get:unknown`. */
+  readonly key: string;
+  /** What the caller reads in a refusal: the registered name, or `unknown names`. */
+  readonly label: string;
+  readonly access: 'read' | 'write';
 }
 
 /** The abuse limits of the pipeline: rate per principal and tool, concurrency per principal, a global cap. */
@@ -210,8 +196,11 @@ export class Limits {
     this.#global = config.GATEHOUSE_MAX_INFLIGHT;
   }
 
-  /** Takes a slot for a call; returns the release function, or why it is limited. */
-  async acquire(principal: Principal, tool: ToolDefinition): Promise<(() => void) | Limited> {
+  /**
+   * Takes a slot for a call — the global cap, the principal's concurrency, one place in the
+   * minute of `subject` — and returns the release function, or why the call is limited.
+   */
+  async acquire(principal: Principal, subject: LimitSubject): Promise<(() => void) | Limited> {
     if (this.#inflight >= this.#global) {
       return {
         rule: 'inflight',
@@ -239,54 +228,52 @@ export class Limits {
       if (now === 0) this.#running.delete(principal.id);
       else this.#running.set(principal.id, now);
     };
-    const key = `${principal.id}\u0000${tool.name}`;
+    try {
+      const limited = await this.charge(principal, subject);
+      if (limited === undefined) return release;
+      release();
+      return limited;
+    } catch (error) {
+      release();
+      throw error;
+    }
+  }
+
+  /**
+   * Counts one call of `subject` against the principal's rate (no concurrency slot): what a call
+   * that ends before it runs — an unknown name — still costs. Undefined when it may go on.
+   */
+  async charge(principal: Principal, subject: LimitSubject): Promise<Limited | undefined> {
+    const key = `${principal.id}\u0000${subject.key}`;
     const store = this.#store;
     // The shared store when it answers; when it is down or fails on this very call, the
     // configured fallback: refuse (closed), or count in this process (memory).
-    let rejection =
-      store?.healthy() === false ? STORE_DOWN : await this.#consume(store, tool.access, key);
-    if (store !== undefined && rejection !== undefined && !isRefusal(rejection)) {
-      if (this.#onStoreFailure === 'closed') {
-        release();
-        return {
-          rule: 'rate_store',
-          retryAfterSeconds: 5,
-          message: `The shared rate-limit store (${store.name}) is unreachable, and this server refuses calls until it is back. Retry in 5s; tell the operator if it lasts.`,
-        };
-      }
-      rejection = await this.#consume(undefined, tool.access, key);
+    let wait: number | undefined;
+    if (store !== undefined && store.healthy()) {
+      const limiter = this.#limiters(store)[subject.access];
+      wait = await limiter.take(key).catch(() => undefined);
     }
-    if (rejection !== undefined) {
-      release();
-      if (!isRefusal(rejection))
-        throw rejection instanceof Error
-          ? rejection
-          : new Error('the rate limiter failed', { cause: rejection });
-      const seconds = Math.max(1, Math.ceil(rejection.msBeforeNext / 1000));
+    if (store !== undefined && wait === undefined && this.#onStoreFailure === 'closed') {
       return {
-        rule: 'rate',
-        retryAfterSeconds: seconds,
-        message: `Rate limit reached for ${tool.name} (${tool.access === 'write' ? 'writes' : 'reads'}). Retry in ${seconds}s.`,
+        rule: 'rate_store',
+        retryAfterSeconds: 5,
+        message: `The shared rate-limit store (${store.name}) is unreachable, and this server refuses calls until it is back. Retry in 5s; tell the operator if it lasts.`,
       };
     }
-    return release;
+    const local = this.#limiters(undefined)[subject.access];
+    wait ??= await local.take(key);
+    if (wait === 0) return undefined;
+    const seconds = Math.max(1, Math.ceil(wait / 1000));
+    return {
+      rule: 'rate',
+      retryAfterSeconds: seconds,
+      message: `Rate limit reached for ${subject.label} (${subject.access === 'write' ? 'writes' : 'reads'}). Retry in ${seconds}s.`,
+    };
   }
 
-  /** Consumes one point; resolves with the rejection (a refusal or a store error), if any. */
-  async #consume(
-    store: SharedLimiterStore | undefined,
-    access: ToolDefinition['access'],
-    key: string,
-  ): Promise<unknown> {
-    const limiters =
-      store === undefined
-        ? (this.#local ??= classes(memoryLimiter, this.#perMinute))
-        : (this.#shared ??= classes(store.factory, this.#perMinute));
-    try {
-      await (access === 'write' ? limiters.write : limiters.read).consume(key);
-      return undefined;
-    } catch (error) {
-      return error;
-    }
+  #limiters(store: SharedLimiterStore | undefined): { read: RateLimiter; write: RateLimiter } {
+    return store === undefined
+      ? (this.#local ??= classes(memoryLimiter, this.#perMinute))
+      : (this.#shared ??= classes(store.factory, this.#perMinute));
   }
 }

@@ -5,6 +5,7 @@ import { fdSink, AuditLog } from '@gatehouse/audit';
 import {
   auditMessage,
   auditSinkNames,
+  callerText,
   lifecycleEntry,
   openAuditLog,
   scopeDeniedEntry,
@@ -370,7 +371,11 @@ export async function runServer<S extends z.ZodObject>(
               {
                 status: outcome.status,
                 error: outcome.error ?? 'missing_credentials',
-                description: outcome.description,
+                // What a token's verifier said about it: text the caller may have shaped.
+                description:
+                  outcome.description === undefined
+                    ? undefined
+                    : callerText(outcome.description, 512),
               },
               {
                 outcome: 'failure',

@@ -209,12 +209,19 @@ describe('when the audit trail cannot be written', () => {
     expect(records.map((r) => r.audit.seq)).toEqual([3, 4]);
   });
 
-  it('refuses every tool in refuse_all mode, and nothing in continue mode', async () => {
+  it('refuses every request in refuse_all mode (tools, reads, prompts), and nothing in continue mode', async () => {
     const all = await setup({ GATEHOUSE_AUDIT_ON_FAILURE: 'refuse_all' });
     all.sink.broken = true;
     await all.client.callTool({ name: 'demo_noop', arguments: {} });
     const refused = await all.client.callTool({ name: 'demo_echo', arguments: { text: 'x' } });
-    expect(text(refused)).toContain('so no tool runs until it recovers');
+    expect(text(refused)).toContain('so no request is served until it recovers');
+    // Every method goes through the same stage: a read and a prompt are refused alike.
+    await expect(all.client.readResource({ uri: 'demo://readme' })).rejects.toThrow(
+      'so no request is served until it recovers',
+    );
+    await expect(
+      all.client.getPrompt({ name: 'demo_summarise', arguments: { board: 'general' } }),
+    ).rejects.toThrow('so no request is served until it recovers');
 
     const cont = await setup({ GATEHOUSE_AUDIT_ON_FAILURE: 'continue' });
     cont.sink.broken = true;

@@ -5,6 +5,7 @@ import type { CryptoKey } from 'jose';
 import {
   UpstreamError,
   baseConfigSchema,
+  defineResource,
   defineServer,
   defineTool,
   isRetryable,
@@ -18,6 +19,7 @@ import {
   createServerFactory,
 } from '@gatehouse/core/runtime';
 import type { Principal } from '@gatehouse/core';
+import { createTestHarness } from '@gatehouse/core/testing';
 import { connectInMemory } from '@gatehouse/testkit';
 import type { ClientOptions, Connection } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';
@@ -253,21 +255,83 @@ describe('abuse limits', () => {
     const results: string[] = [];
     for (let i = 0; i < 10; i++)
       results.push(text(await client.callTool({ name: 'demo_echo', arguments: { text: 'x' } })));
-    // A steady 1 call per 10 s window plus a burst of the per-minute rate: 7 pass.
-    expect(results.filter((r) => r === 'x')).toHaveLength(7);
+    // Six a minute means six in the minute: the seventh waits for the first to leave it.
+    expect(results.filter((r) => r === 'x')).toHaveLength(6);
     expect(results.at(-1)).toMatch(
-      /^Rate limit reached for demo_echo \(reads\)\. Retry in \d+s\.$/,
+      /^Rate limit reached for demo_echo \(reads\)\. Retry in (59|60)s\.$/,
     );
     // Another tool, and the writes, have their own budget.
     expect(text(await client.callTool({ name: 'demo_noop', arguments: {} }))).toBe('ok');
     expect(text(await client.callTool({ name: 'demo_post', arguments: { message: 'x' } }))).toBe(
       'posted 1 characters',
     );
-    expect(records.filter((r) => r.event.reason === 'rate_limited')).toHaveLength(3);
+    expect(records.filter((r) => r.event.reason === 'rate_limited')).toHaveLength(4);
     expect(records.find((r) => r.event.reason === 'rate_limited')!.policy).toEqual({
       decision: 'deny',
       rule: 'rate',
     });
+  });
+
+  it('limits a resource read, a prompt get and a completion like a tool call', async () => {
+    const { client, records } = await setup({ GATEHOUSE_RATE_READ_PER_MIN: '2' });
+    const limited =
+      /Rate limit reached for (readme|demo_summarise|board) \(reads\)\. Retry in (59|60)s\./;
+    for (let i = 0; i < 2; i++) await client.readResource({ uri: 'demo://readme' });
+    await expect(client.readResource({ uri: 'demo://readme' })).rejects.toThrow(limited);
+    const get = () => client.getPrompt({ name: 'demo_summarise', arguments: { board: 'general' } });
+    for (let i = 0; i < 2; i++) await get();
+    await expect(get()).rejects.toThrow(limited);
+    const complete = () =>
+      client.complete({
+        ref: { type: 'ref/resource', uri: 'demo://boards/{board}' },
+        argument: { name: 'board', value: 'g' },
+      });
+    for (let i = 0; i < 2; i++) await complete();
+    await expect(complete()).rejects.toThrow(limited);
+    const refused = records.filter((r) => r.event.reason === 'rate_limited');
+    expect(refused.map((r) => [r.event.action, r.policy])).toEqual(
+      ['resources/read', 'prompts/get', 'completion/complete'].map((action) => [
+        action,
+        { decision: 'deny', rule: 'rate' },
+      ]),
+    );
+  });
+
+  it('counts unknown names like calls, and a hidden tool exactly like an unknown one', async () => {
+    const { client, records } = await setup({ GATEHOUSE_RATE_READ_PER_MIN: '2' });
+    const call = (name: string) => client.callTool({ name, arguments: {} });
+    await expect(call('nope_1')).rejects.toThrow('Unknown tool: nope_1');
+    // demo_post is a write tool and writes are off: not listed, so not there.
+    await expect(call('demo_post')).rejects.toThrow('Unknown tool: demo_post');
+    const third = await call('nope_3');
+    const fourth = await call('demo_post');
+    expect(third).toEqual(fourth);
+    expect(third.isError).toBe(true);
+    expect(text(third)).toMatch(/^Rate limit reached for unknown names \(reads\)\. Retry in/);
+    // A registered read tool still has its own minute.
+    expect(text(await client.callTool({ name: 'demo_noop', arguments: {} }))).toBe('ok');
+    expect(records.map((r) => r.event.reason)).toEqual([
+      'not_found',
+      'denied',
+      'rate_limited',
+      'rate_limited',
+      'ok',
+    ]);
+  });
+
+  it('checks a prompt target against the allow-list before its handler runs', async () => {
+    const { client, records } = await setup({ GATEHOUSE_ALLOW_TARGETS: 'demo:board/general' });
+    const get = (board: string) =>
+      client.getPrompt({ name: 'demo_summarise', arguments: { board } });
+    expect((await get('general')).messages).toHaveLength(1);
+    await expect(get('random')).rejects.toMatchObject({
+      code: -32602,
+      message: expect.stringContaining('Denied: demo:board/random is outside the allowed targets'),
+    });
+    expect(records.map((r) => [r.event.reason, r.target?.resource, r.policy?.rule])).toEqual([
+      ['ok', 'demo:board/general', 'scope'],
+      ['denied', 'demo:board/random', 'allow_list'],
+    ]);
   });
 
   it('caps the calls one principal runs at once', async () => {
@@ -450,6 +514,67 @@ describe('output sanitisation in the pipeline', () => {
     );
     expect(records[0]!.result).toMatchObject({ truncated: true });
     expect(records[0]!.sanitizer!.flags).toContain('truncated');
+  });
+});
+
+describe('what a caller chose, in the audit record', () => {
+  it('is kept without controls, bidi or line separators, whatever the field', async () => {
+    const hostile = 'x\u001b[2K\u2028\u202etxt\u0085\u009b31m\u0007';
+    const { client, records } = await setup(
+      {},
+      {
+        client: { name: `client ${hostile}` },
+        principal: {
+          id: `sub ${hostile}`,
+          scopes: ['*'],
+          authMethod: 'oauth',
+          credentialId: hostile,
+        },
+      },
+    );
+    await client.callTool({ name: `nope ${hostile}`, arguments: {} }).catch(() => undefined);
+    await client.readResource({ uri: `demo://boards/${hostile}` }).catch(() => undefined);
+    await client.callTool({ name: 'demo_echo', arguments: { text: hostile } });
+    // eslint-disable-next-line no-control-regex -- matching controls is the point
+    const unprintable = /[\u0000-\u001f\u007f-\u009f\u2028\u2029\u202a-\u202e\u2066-\u2069]/;
+    expect(records).toHaveLength(3);
+    for (const r of records) {
+      const { '@timestamp': _t, ...fields } = r;
+      expect(JSON.stringify(fields, (_k, v: unknown) => v)).not.toMatch(unprintable);
+      expect(r.user?.id).toBe('sub xtxt31m');
+      expect(r.client?.name).toMatch(/^client x/);
+    }
+    expect(records[0]!.mcp!.name).toBe('nope xtxt31m');
+  });
+});
+
+describe('a resource read echoes no URI unsanitised', () => {
+  it("cleans the URI of each content, the caller's and the handler's", async () => {
+    const h = createTestHarness(loadConfig(baseConfigSchema, {}));
+    const server = defineServer({
+      name: 'notes',
+      version: '1.0.0',
+      tools: [],
+      readScope: 'notes:read',
+      resources: [
+        defineResource({
+          kind: 'template',
+          name: 'note',
+          uriTemplate: 'notes://{+path}',
+          read: async (uri, { path }) =>
+            path === 'pair'
+              ? { contents: [{ uri: 'notes://host/a\u202e\u001b[2Jb', text: 'one' }] }
+              : { text: `note ${path}` },
+        }),
+      ],
+    });
+    const connection = await connectInMemory(h.factory(server));
+    open.push(connection);
+    const asked = 'notes://host/x\u202etxt.exe\u001b[31m';
+    const read = await connection.client.readResource({ uri: asked });
+    expect(read.contents[0]!.uri).toBe('notes://host/xtxt.exe');
+    const pair = await connection.client.readResource({ uri: 'notes://pair' });
+    expect(pair.contents[0]!.uri).toBe('notes://host/ab');
   });
 });
 

@@ -11,11 +11,11 @@ import {
 import type { ReadableSpan } from '@opentelemetry/sdk-trace';
 import * as z from 'zod';
 import { baseConfigSchema, defineServer, defineTool, loadConfig } from '@gatehouse/core';
-import { enableTracing, startHttpServer } from '@gatehouse/core/runtime';
+import { Metrics, enableTracing, startHttpServer } from '@gatehouse/core/runtime';
 import { timedFetch } from '@gatehouse/core/saas';
 import { createDemoServer } from './fixtures/demo.ts';
 import { createTestHarness } from '@gatehouse/core/testing';
-import { connectHttp, connectInMemory, spawnServer } from '@gatehouse/testkit';
+import { connectHttp, connectInMemory, seededRandom, spawnServer } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
@@ -138,13 +138,16 @@ describe('traces', () => {
       await close();
     }
     const spans = exporter.getFinishedSpans();
-    for (const name of ['resources/read', 'prompts/get demo_summarise']) {
+    // Named by what they resolved to (the template, the prompt), never by the URI asked for.
+    for (const name of ['resources/read board', 'prompts/get demo_summarise']) {
       const request = byName(spans, name);
       expect(request.attributes['gatehouse.outcome'], name).toBe('ok');
       const stages = spans.filter((s) => parentOf(s) === request.spanContext().spanId);
       expect(stages.map((s) => s.name)).toEqual([
         'gatehouse.validate',
+        'gatehouse.rate_limit',
         'gatehouse.handler',
+        'gatehouse.result',
         'gatehouse.audit',
       ]);
     }
@@ -284,11 +287,11 @@ describe('Prometheus metrics on their own port', () => {
       const calls = { mcp_method_name: 'tools/call', gen_ai_tool_name: 'demo_echo' };
       expect(
         value('mcp_server_operation_duration_seconds_count', { ...calls, outcome: 'ok' }),
-      ).toBe(7);
+      ).toBe(6);
       expect(
         value('mcp_server_operation_duration_seconds_count', { ...calls, outcome: 'rate_limited' }),
-      ).toBe(2);
-      expect(value('gatehouse_rate_limited_total', { rule: 'rate' })).toBe(2);
+      ).toBe(3);
+      expect(value('gatehouse_rate_limited_total', { rule: 'rate' })).toBe(3);
       expect(value('gatehouse_auth_refused_total', { reason: 'missing_credentials' })).toBe(1);
       expect(value('gatehouse_audit_sink_up', { sink: 'stdout' })).toBe(1);
       expect(value('gatehouse_inflight_requests')).toBe(0);
@@ -314,6 +317,51 @@ describe('Prometheus metrics on their own port', () => {
       expect(await server.stop()).toBe(0);
     }
   });
+});
+
+describe('names from the caller', () => {
+  it('never become label values or span names: 10 000 random names, one series and one span name', async () => {
+    exporter.reset();
+    const metrics = new Metrics({
+      service: { name: 'demo', version: '1.0.0' },
+      inflight: () => 0,
+      auditSinks: () => [],
+    });
+    const h = harness();
+    const { client, close } = await connectInMemory(h.factory(createDemoServer(), { metrics }));
+    const random = seededRandom(22);
+    const names = Array.from(
+      { length: 10_000 },
+      (_, i) => `x${i}_${random().toString(36).slice(2)}`,
+    );
+    try {
+      // Tools, prompts and resources alike; the registered names still get their own series.
+      for (const name of names) {
+        await client.callTool({ name, arguments: {} }).catch(() => undefined);
+      }
+      for (const name of names.slice(0, 200)) {
+        await client.getPrompt({ name }).catch(() => undefined);
+        await client.readResource({ uri: `demo://${name}` }).catch(() => undefined);
+      }
+      await client.callTool({ name: 'demo_echo', arguments: { text: 'x' } });
+    } finally {
+      await close();
+    }
+    const text = await metrics.registry.metrics();
+    const labels = new Set([...text.matchAll(/gen_ai_tool_name="([^"]*)"/g)].map((m) => m[1]));
+    expect([...labels].sort()).toEqual(['', 'demo_echo', 'unknown']);
+    expect(text.split('\n').length).toBeLessThan(500);
+    expect(text).not.toContain(names[0]);
+    const spanNames = new Set(exporter.getFinishedSpans().map((s) => s.name));
+    expect([...spanNames].filter((n) => !n.startsWith('gatehouse.')).sort()).toEqual([
+      'prompts/get unknown',
+      'resources/read unknown',
+      'tools/call demo_echo',
+      'tools/call unknown',
+    ]);
+    // The records still say what was asked for (sanitised): that is their job, not the metrics'.
+    expect(h.records.some((r) => r.mcp?.name === names[1])).toBe(true);
+  }, 120_000);
 });
 
 describe('HTTP timeouts', () => {

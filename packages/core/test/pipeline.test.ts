@@ -378,6 +378,7 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       ['resources/read', 'ok', 'demo:board/general'],
       ['resources/read', 'not_found', 'demo:board/nope'],
       ['resources/read', 'not_found', undefined],
+      ['completion/complete', 'ok', undefined],
     ]);
   });
 
@@ -423,7 +424,10 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       'invalid_params',
       'invalid_params',
       'not_found',
+      'ok',
     ]);
+    // A prompt declares its target like a tool: the record names it.
+    expect(records[0]!.target).toEqual({ resource: 'demo:board/general' });
   });
 });
 

@@ -18,6 +18,7 @@ import {
   secretKeys,
   memoryLimiter,
 } from '@gatehouse/core/runtime';
+import { seededRandom } from '@gatehouse/testkit';
 import * as z from 'zod';
 import { describe, expect, it, vi } from 'vitest';
 
@@ -340,26 +341,55 @@ describe('neutralizeMarkdown', () => {
 });
 
 describe('the in-process rate limiter', () => {
-  it('passes the 10-second share, then the burst of the minute, and says how long to wait', async () => {
-    vi.useFakeTimers({ now: Date.UTC(2026, 11, 1, 12, 0, 0) });
+  const at = Date.UTC(2026, 11, 1, 12, 0, 0);
+  it('passes N in a minute, then says how long until the oldest leaves it', async () => {
+    vi.useFakeTimers({ now: at });
     try {
       const limiter = memoryLimiter(6, 'read');
-      const outcome = () =>
-        limiter.consume('p\u0000tool').then(
-          () => 'ok',
-          (e: { msBeforeNext: number }) => e.msBeforeNext,
-        );
       const first = [];
-      for (let i = 0; i < 8; i++) first.push(await outcome());
-      // 1 per 10 s + a burst of 6 in the minute: 7 pass; the 8th waits for the 10 s window.
-      expect(first).toEqual(['ok', 'ok', 'ok', 'ok', 'ok', 'ok', 'ok', 10_000]);
-      expect(await outcome()).toBe(10_000);
-      vi.advanceTimersByTime(10_000);
-      // A new 10 s window: one more; the burst is spent until the minute ends.
-      expect(await outcome()).toBe('ok');
-      expect(await outcome()).toBe(10_000);
-      // Another key has its own windows.
-      expect(await limiter.consume('q\u0000tool').then(() => 'ok')).toBe('ok');
+      for (let i = 0; i < 8; i++) first.push(await limiter.take('p\u0000tool'));
+      expect(first).toEqual([0, 0, 0, 0, 0, 0, 60_000, 60_000]);
+      vi.advanceTimersByTime(59_999);
+      expect(await limiter.take('p\u0000tool')).toBe(1);
+      vi.advanceTimersByTime(1);
+      // The six calls have left the minute together: six more (refusals were not counted).
+      const again = [];
+      for (let i = 0; i < 7; i++) again.push(await limiter.take('p\u0000tool'));
+      expect(again).toEqual([0, 0, 0, 0, 0, 0, 60_000]);
+      // Another key has its own log.
+      expect(await limiter.take('q\u0000tool')).toBe(0);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it.each([
+    ['paced, one a second', () => 1_000],
+    ['paced, four a second', () => 250],
+    ['in bursts at the minute boundary', (i: number) => (i % 30 === 29 ? 58_000 : 10)],
+    [
+      'at random',
+      (
+        (r) => () =>
+          Math.floor(r() * 5_000)
+      )(seededRandom(7)),
+    ],
+  ])('never lets more than N through in any 60 seconds: %s', async (_, gap) => {
+    vi.useFakeTimers({ now: at });
+    try {
+      const perMinute = 30;
+      const limiter = memoryLimiter(perMinute, 'read');
+      const passed: number[] = [];
+      for (let i = 0; i < 600; i++) {
+        if ((await limiter.take('k')) === 0) passed.push(Date.now());
+        vi.advanceTimersByTime(gap(i));
+      }
+      // The invariant over every window that starts at an accepted call.
+      for (let i = 0; i + perMinute < passed.length; i++) {
+        expect(passed[i + perMinute]! - passed[i]!).toBeGreaterThanOrEqual(60_000);
+      }
+      // …and the rate is used, not only respected: a caller who waits is served.
+      expect(passed.length).toBeGreaterThan(perMinute);
     } finally {
       vi.useRealTimers();
     }

@@ -40,6 +40,18 @@ export function allowedRepo(deps: GitHubDeps, text: string): RepoRef {
 }
 
 /**
+ * A prompt's target: its `repo` argument parsed and checked against the allow-list. The runner
+ * calls it before the handler, so a handler gets only a repository it may use (ADR 0016).
+ */
+export function promptRepoTarget(deps: GitHubDeps, text: string, number?: string): string {
+  const ref = allowedRepo(deps, text);
+  return repoTarget(repoName(ref), number === undefined ? undefined : Number(number));
+}
+
+/** A `repo` argument a prompt's target has already checked, as a reference. */
+export const checkedRepo = (text: string): RepoRef => parseRepo(text)!;
+
+/**
  * Whether an issue GitHub returned lives in an allowed repository. GitHub may answer with
  * others: search results beyond the qualifiers, an issue transferred elsewhere (a request
  * for acme/api#5 is redirected to where it lives now). Every path that shows issues checks.

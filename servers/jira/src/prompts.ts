@@ -9,6 +9,7 @@ import {
   allowedProject,
   issueLine,
   issueView,
+  keyTarget,
   requireInScope,
 } from './format.js';
 import { quote, scopeClause } from './jql.js';
@@ -46,8 +47,11 @@ export function jiraPrompts(deps: JiraDeps) {
       description:
         'Triage one issue: likely duplicates (issues with similar words), labels, priority, and the next step. The issue and the candidates are embedded.',
       arguments: { key: { description: 'The issue key (OPS-12).', required: true } },
+      // Checked before the handler runs (the runner's target stage): the handler gets a key of
+      // an allowed project only.
+      target: ({ key }) => keyTarget(deps.scope, allowedKey(deps.scope, key)),
       handler: async ({ key }, ctx) => {
-        const asked = allowedKey(deps.scope, key);
+        const asked = key.trim().toUpperCase();
         const issue = (await deps.jira.call(ctx, 'read', (api) =>
           api.issues.getIssue({ issueIdOrKey: asked, fields: [...VIEW_FIELDS, 'description'] }),
         )) as JiraIssue;
@@ -94,8 +98,9 @@ export function jiraPrompts(deps: JiraDeps) {
           schema: z.string().min(3).max(4_000),
         },
       },
+      target: ({ project }) => deps.scope.target(allowedProject(deps.scope, project)),
       handler: async ({ project, problem }, ctx) => {
-        const key = allowedProject(deps.scope, project);
+        const key = project.trim().toUpperCase();
         const types = await deps.jira.call(ctx, 'read', (api) =>
           api.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: key }),
         );
@@ -132,8 +137,9 @@ export function jiraPrompts(deps: JiraDeps) {
           schema: z.string().min(1).max(120),
         },
       },
+      target: ({ project }) => deps.scope.target(allowedProject(deps.scope, project)),
       handler: async ({ project, since, sprint, release }, ctx) => {
-        const key = allowedProject(deps.scope, project);
+        const key = project.trim().toUpperCase();
         const scope = [
           `project = ${quote(key)}`,
           ...(sprint === undefined ? [] : [`sprint = ${quote(sprint)}`]),

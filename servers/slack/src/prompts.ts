@@ -72,6 +72,7 @@ export function slackPrompts(deps: SlackDeps) {
           schema: z.string().regex(/^\d{9,11}\.\d{6}$/),
         },
       },
+      target: (args) => deps.channels.target(args.channel),
       handler: async (args, ctx) => {
         const m = await recent(deps, ctx, args.channel, {
           since: args.since,
@@ -101,6 +102,7 @@ export function slackPrompts(deps: SlackDeps) {
           schema: z.string().min(3).max(2_000),
         },
       },
+      target: (args) => deps.channels.target(args.channel),
       handler: async (args, ctx) => {
         const m = await recent(deps, ctx, args.channel, { limit: 15 });
         return {
@@ -127,6 +129,7 @@ export function slackPrompts(deps: SlackDeps) {
         },
         audience: { description: 'Who it is for (default: the channel).' },
       },
+      target: (args) => deps.channels.target(args.channel),
       handler: async (args, ctx) => {
         await deps.channels.fresh(ctx);
         const target = deps.channels.forRead(args.channel);

@@ -5,15 +5,14 @@
  */
 import { sha256, sha256Canonical } from '@gatehouse/audit';
 import type { AuditEntry, OutcomeReason } from '@gatehouse/audit';
-import { argsShape, auditMessage, redactArgs } from '../audit.js';
+import { argsShape, auditMessage, callerText, redactArgs } from '../audit.js';
 import { UpstreamError } from '../errors.js';
 import type { Decision } from '../policy.js';
 import type { Principal } from '../principal.js';
-import { sanitizeText } from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import type { PreparedTool } from './prepare.js';
 
-export type Action = 'tools/call' | 'resources/read' | 'prompts/get';
+export type Action = 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
 
 /** What the record says about the request itself, known when it arrives. */
 export interface RecordSubject {
@@ -56,24 +55,25 @@ function summarize(result: unknown, truncated: boolean): NonNullable<AuditEntry[
     content?: unknown[];
     contents?: unknown[];
     messages?: unknown[];
+    completion?: { values?: unknown[] };
     resultType?: string;
   };
   const json = JSON.stringify(result);
   return {
     bytes: Buffer.byteLength(json),
     ...(r.resultType === 'input_required' ? { input_required: true } : {}),
-    items: (r.content ?? r.contents ?? r.messages ?? []).length,
+    items: (r.content ?? r.contents ?? r.messages ?? r.completion?.values ?? []).length,
     sha256: sha256(json),
     ...(truncated ? { truncated: true } : {}),
   };
 }
 
 function clientOf(info: RecordCaller['clientInfo']): Pick<AuditEntry, 'client'> {
-  if (info === undefined) return {};
+  if (info === undefined || info === null || typeof info !== 'object') return {};
   return {
     client: {
-      ...(info.name === undefined ? {} : { name: auditMessage(info.name).slice(0, 128) }),
-      ...(info.version === undefined ? {} : { version: auditMessage(info.version).slice(0, 64) }),
+      ...(info.name === undefined ? {} : { name: callerText(info.name, 128) }),
+      ...(info.version === undefined ? {} : { version: callerText(info.version, 64) }),
     },
   };
 }
@@ -88,7 +88,7 @@ function errorOf(err: unknown): Pick<AuditEntry, 'error' | 'upstream'> | undefin
         : JSON.stringify(err);
   return {
     error: {
-      message: auditMessage(sanitizeText(message).text),
+      message: callerText(auditMessage(message), 1024),
       type: err instanceof Error ? err.name : typeof err,
     },
     ...(err instanceof UpstreamError
@@ -144,7 +144,9 @@ export function buildAuditRecord(
           },
         }),
     auth: {
-      ...(principal.credentialId === undefined ? {} : { credential_id: principal.credentialId }),
+      ...(principal.credentialId === undefined
+        ? {}
+        : { credential_id: callerText(principal.credentialId, 256) }),
       method: principal.authMethod,
     },
     ...clientOf(caller.clientInfo),
@@ -162,9 +164,12 @@ export function buildAuditRecord(
     },
     mcp: {
       era: caller.era,
-      name: sanitizeText(subject.name).text.slice(0, 512),
-      ...(caller.protocolVersion === undefined ? {} : { protocol_version: caller.protocolVersion }),
-      request_id: caller.requestId,
+      name: callerText(subject.name, 512),
+      ...(caller.protocolVersion === undefined
+        ? {}
+        : { protocol_version: callerText(caller.protocolVersion, 64) }),
+      request_id:
+        typeof caller.requestId === 'number' ? caller.requestId : callerText(caller.requestId, 128),
       transport: caller.transport,
     },
     ...(outcome.decision === undefined
@@ -184,7 +189,7 @@ export function buildAuditRecord(
     ...(typeof caller.sourceIp === 'string' ? { source: { ip: caller.sourceIp } } : {}),
     ...(outcome.target === undefined
       ? {}
-      : { target: { resource: sanitizeText(outcome.target).text } }),
+      : { target: { resource: callerText(outcome.target, 1024) } }),
     ...(tool === undefined
       ? {}
       : {
@@ -196,9 +201,7 @@ export function buildAuditRecord(
           },
         }),
     ...(err?.upstream === undefined ? {} : { upstream: err.upstream }),
-    user: { id: principal.id },
-    ...(caller.userAgent
-      ? { user_agent: { original: auditMessage(caller.userAgent).slice(0, 512) } }
-      : {}),
+    user: { id: callerText(principal.id, 256) },
+    ...(caller.userAgent ? { user_agent: { original: callerText(caller.userAgent, 512) } } : {}),
   };
 }

@@ -1,64 +1,97 @@
 /**
- * completion/complete: candidate values for a prompt argument or a template variable, from
- * what this caller may see only (the completers get the allow-list check), sanitised, capped.
+ * completion/complete: candidate values for a prompt argument or a template variable. It goes
+ * through the runner (runner.ts) like a read: found and granted as the listing shows it, a place
+ * in the minute, the completer under the deadline; values from what this caller may see only
+ * (the completers get the allow-list check), sanitised, capped.
  */
-import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import type { CompleteRequest, CompleteResult } from '@modelcontextprotocol/server';
+import type { Completer } from '../define.js';
 import { sanitizeText } from '../sanitize.js';
 import type { Connection } from './connection.js';
-import { unknownName } from './failures.js';
+import { Refusal, unknownName } from './failures.js';
 import { normalizeUri } from './prepare.js';
+import { runRequest } from './runner.js';
+import type { Adapter } from './runner.js';
 
 const MAX_COMPLETIONS = 100;
 
 export function registerCompletion(connection: Connection): void {
-  const { server, principal, allows } = connection;
-  const { prompts, resources } = connection.prepared;
+  connection.server.setRequestHandler('completion/complete', (request, sctx) =>
+    runRequest(connection, sctx, completion(connection, request.params)),
+  );
+}
 
-  server.setRequestHandler('completion/complete', async (request) => {
-    const { ref, argument } = request.params;
-    const context = { arguments: request.params.context?.arguments ?? {}, principal, allows };
-    let values: readonly string[];
-    if (ref.type === 'ref/prompt') {
-      const prompt = prompts.get(ref.name);
-      if (prompt === undefined || !connection.granted(prompt).allow) {
-        throw unknownName('prompt', ref.name);
-      }
-      const arg = Object.hasOwn(prompt.arguments ?? {}, argument.name)
-        ? prompt.arguments?.[argument.name]
-        : undefined;
-      if (arg === undefined) {
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          `Prompt ${ref.name} has no argument "${argument.name}"`,
-        );
-      }
-      values = (await arg.complete?.(argument.value, context)) ?? [];
-    } else {
-      const t = resources.templates.find(
-        (x) => x.definition.uriTemplate === ref.uri && connection.granted(x.definition).allow,
-      );
-      if (t === undefined) {
-        const fixed = resources.statics.get(normalizeUri(ref.uri) ?? ref.uri);
-        if (fixed !== undefined && connection.granted(fixed).allow) {
-          return { completion: { values: [], total: 0, hasMore: false } };
-        }
-        throw new ProtocolError(
-          ProtocolErrorCode.InvalidParams,
-          `Unknown resource template: ${ref.uri}`,
-        );
-      }
-      const complete = Object.hasOwn(t.definition.complete ?? {}, argument.name)
-        ? t.definition.complete?.[argument.name]
-        : undefined;
-      values = (await complete?.(argument.value, context)) ?? [];
-    }
-    const clean = values.map((v) => sanitizeText(v).text);
-    return {
-      completion: {
-        values: clean.slice(0, MAX_COMPLETIONS),
-        total: clean.length,
-        hasMore: clean.length > MAX_COMPLETIONS,
-      },
-    };
+/** The completer of the argument, or none (a static resource has no variables). */
+type Found = Completer | undefined;
+
+function completion(
+  connection: Connection,
+  params: CompleteRequest['params'],
+): Adapter<Found, readonly string[], CompleteResult> {
+  const { ref, argument } = params;
+  const { prompts, resources } = connection.prepared;
+  const { principal, allows } = connection;
+  const isPrompt = ref.type === 'ref/prompt';
+  const subject = (label: string, item: { scope?: string | undefined }, parse: () => Found) => ({
+    label,
+    access: 'read' as const,
+    deadlineMs: connection.runtime.toolTimeoutMs,
+    visible: () => connection.granted(item),
+    parse,
+    targets: () => undefined,
   });
+  return {
+    method: 'completion/complete',
+    name: isPrompt ? ref.name : ref.uri,
+    args: { [argument.name]: argument.value },
+    find: () => {
+      if (ref.type === 'ref/prompt') {
+        const prompt = prompts.get(ref.name);
+        if (prompt === undefined) return undefined;
+        return subject(prompt.name, prompt, () => {
+          const declared = prompt.arguments ?? {};
+          if (!Object.hasOwn(declared, argument.name)) {
+            throw new Refusal(
+              'invalid_params',
+              `Prompt ${prompt.name} has no argument "${argument.name}"`,
+            );
+          }
+          return declared[argument.name]!.complete;
+        });
+      }
+      const t = resources.templates.find((x) => x.definition.uriTemplate === ref.uri);
+      if (t !== undefined) {
+        const complete = t.definition.complete ?? {};
+        return subject(t.definition.name, t.definition, () =>
+          Object.hasOwn(complete, argument.name) ? complete[argument.name] : undefined,
+        );
+      }
+      const fixed = resources.statics.get(normalizeUri(ref.uri) ?? ref.uri);
+      return fixed === undefined ? undefined : subject(fixed.name, fixed, () => undefined);
+    },
+    notFound: () =>
+      isPrompt
+        ? unknownName('prompt', ref.name)
+        : `Unknown resource template: ${sanitizeText(ref.uri).text.slice(0, 256)}`,
+    run: async (_, complete) =>
+      (await complete?.(argument.value, {
+        arguments: params.context?.arguments ?? {},
+        principal,
+        allows,
+      })) ?? [],
+    shape: (_, values) => {
+      const clean = values.map((v) => sanitizeText(v).text);
+      const answer = {
+        completion: {
+          values: clean.slice(0, MAX_COMPLETIONS),
+          total: clean.length,
+          hasMore: clean.length > MAX_COMPLETIONS,
+        },
+      };
+      return { reason: 'ok', result: answer, answer };
+    },
+    answer: (failure) => {
+      throw failure.protocolError;
+    },
+  };
 }

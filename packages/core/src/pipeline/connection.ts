@@ -19,7 +19,7 @@ import { frameUntrusted } from '../sanitize.js';
 import { RequestTrace } from '../tracing.js';
 import { buildAuditRecord, endNow } from './audit-record.js';
 import type { Action, RecordCaller, RecordOutcome, RecordSubject } from './audit-record.js';
-import { classifyFailure } from './failures.js';
+import { Refusal, classifyFailure } from './failures.js';
 import type { Failure } from './failures.js';
 import type { PreparedServer, PreparedTool } from './prepare.js';
 import type { Runtime } from './runtime.js';
@@ -61,8 +61,12 @@ export class Connection {
 
   readonly allows = (target: string): boolean => this.runtime.policy.targetAllowed(target).allow;
 
-  begin(sctx: ServerContext, action: Action, name: string, args?: unknown): Attempt {
-    return new Attempt(this, sctx, action, name, args);
+  /**
+   * Starts the attempt of a request. `label` is what metrics and spans name it by: the
+   * registered name it resolved to, or `unknown` — never the caller's spelling (a closed set).
+   */
+  begin(sctx: ServerContext, action: Action, name: string, label: string, args?: unknown): Attempt {
+    return new Attempt(this, sctx, action, name, label, args);
   }
 
   abortSources(sctx: ServerContext): { cancel: AbortSignal; shutdown?: AbortSignal | undefined } {
@@ -121,7 +125,7 @@ export class Connection {
   }
 }
 
-/** One tools/call, resources/read or prompts/get: ends in exactly one audit record. */
+/** One tools/call, resources/read, prompts/get or completion/complete: exactly one audit record. */
 export class Attempt implements RecordSubject {
   readonly eventId = randomUUID();
   readonly startedAt = new Date().toISOString();
@@ -135,13 +139,14 @@ export class Attempt implements RecordSubject {
     readonly sctx: ServerContext,
     readonly action: Action,
     readonly name: string,
+    /** The registered name (or `unknown`): the only name metrics and spans carry. */
+    readonly label: string,
     readonly args?: unknown,
   ) {
-    // A resource URI is not put in a span (it can carry what the caller asked for).
     this.trace = RequestTrace.start({
       method: action,
-      ...(action === 'resources/read' ? {} : { target: name }),
-      ...(action === 'tools/call' ? { tool: name } : {}),
+      target: label,
+      ...(action === 'tools/call' ? { tool: label } : {}),
       requestId: sctx.mcpReq.id,
       transport: sctx.http === undefined ? connection.runtime.transport : 'http',
       meta: sctx.mcpReq._meta,
@@ -163,9 +168,11 @@ export class Attempt implements RecordSubject {
       eventId,
       logger: this.connection.runtime.logger,
     });
+    // A refusal's rule and text are in the decision; only a call that did not parse keeps why.
+    const recorded = !(error instanceof Refusal) || error.kind === 'invalid_params';
     this.finish(failure.reason, {
       ...outcome,
-      error,
+      ...(recorded ? { error } : {}),
       ...(failure.decision === undefined ? {} : { decision: failure.decision }),
       ...(failure.toolResult === undefined ? {} : { result: failure.toolResult }),
     });
@@ -207,7 +214,7 @@ export class Attempt implements RecordSubject {
       const seconds = Number(process.hrtime.bigint() - this.startedNs) / 1e9;
       metrics.operation(
         this.action,
-        this.action === 'tools/call' ? this.name : '',
+        this.action === 'tools/call' ? this.label : '',
         reason,
         seconds,
       );

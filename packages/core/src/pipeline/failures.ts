@@ -4,7 +4,11 @@
  * prompts/get have no such result, so the same row gives their JSON-RPC error.
  */
 import type { OutcomeReason } from '@gatehouse/audit';
-import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
+import {
+  ProtocolError,
+  ProtocolErrorCode,
+  ResourceNotFoundError,
+} from '@modelcontextprotocol/server';
 import type { CallToolResult } from '@modelcontextprotocol/server';
 import { PolicyError, ToolError, UpstreamError } from '../errors.js';
 import type { Logger } from '../logger.js';
@@ -14,10 +18,49 @@ import { CancelledError, DeadlineExceededError, ShutdownError } from './lifetime
 
 /** Where a failure happened: the method, the tool/prompt/URI, the event. */
 export interface FailureSite {
-  readonly method: 'tools/call' | 'resources/read' | 'prompts/get';
+  readonly method: Method;
   readonly name: string;
   readonly eventId: string;
   readonly logger: Logger;
+}
+
+/** The methods that go through the runner (runner.ts). */
+export type Method = 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
+
+/**
+ * Why the runner stopped a request before (or instead of) its handler. Each is a row of the
+ * table below, so every method answers it in its own shape from one place.
+ */
+export type RefusalKind =
+  | 'not_found'
+  /** Not listed for this caller, so answered exactly as `not_found` (the record says denied). */
+  | 'hidden'
+  | 'audit_unavailable'
+  | 'invalid_params'
+  | 'denied'
+  | 'rate_limited';
+
+const REFUSAL_REASONS: Readonly<Record<RefusalKind, OutcomeReason>> = {
+  not_found: 'not_found',
+  hidden: 'denied',
+  audit_unavailable: 'audit_unavailable',
+  invalid_params: 'invalid_params',
+  denied: 'denied',
+  rate_limited: 'rate_limited',
+};
+
+/** A typed early exit of the runner: what the caller reads, and the decision to record. */
+export class Refusal extends Error {
+  override readonly name = 'Refusal';
+  constructor(
+    readonly kind: RefusalKind,
+    message: string,
+    readonly decision?: Decision,
+    /** The JSON-RPC error's `data` (a resource URI, why it is invalid, when to retry). */
+    readonly data?: Record<string, unknown>,
+  ) {
+    super(message);
+  }
 }
 
 /** A failure, classified. */
@@ -65,6 +108,28 @@ const row = <E>(r: Row<E>): Row<unknown> => r as Row<unknown>;
 
 /** First match wins; the last row catches everything else. */
 const TABLE: readonly Row<unknown>[] = [
+  row<Refusal>({
+    is: instance(Refusal),
+    reason: (e) => REFUSAL_REASONS[e.kind],
+    decision: (e) => e.decision!,
+    // A name that is not there (or not for this caller) is a protocol error in every method.
+    tool: (e) => (e.kind === 'not_found' || e.kind === 'hidden' ? undefined : e.message),
+    protocol: (e, s) => {
+      if (e.kind === 'not_found' || e.kind === 'hidden') {
+        return s.method === 'resources/read'
+          ? new ResourceNotFoundError(sanitizeText(s.name).text.slice(0, 256))
+          : invalidParams(e.message);
+      }
+      const code =
+        e.kind === 'invalid_params' || e.kind === 'denied'
+          ? ProtocolErrorCode.InvalidParams
+          : ProtocolErrorCode.InternalError;
+      return new ProtocolError(code, sanitizeText(e.message).text, {
+        reason: e.kind,
+        ...e.data,
+      });
+    },
+  }),
   row<PolicyError>({
     is: instance(PolicyError),
     reason: () => 'denied',
@@ -137,7 +202,7 @@ export function classifyFailure(error: unknown, site: FailureSite): Failure {
     );
   }
   const text = site.method === 'tools/call' ? r.tool(error, site) : undefined;
-  const decision = r.decision?.(error);
+  const decision = r.decision?.(error) ?? undefined;
   return {
     reason: r.reason(error),
     ...(decision === undefined ? {} : { decision }),
@@ -151,10 +216,7 @@ export function toolErrorResult(text: string): CallToolResult {
   return { content: [{ type: 'text', text: sanitizeText(text).text }], isError: true };
 }
 
-/** The -32602 for a name that does not exist (or that the policy hides: same answer). */
-export function unknownName(kind: 'tool' | 'prompt', name: string): ProtocolError {
-  return new ProtocolError(
-    ProtocolErrorCode.InvalidParams,
-    `Unknown ${kind}: ${sanitizeText(name).text.slice(0, 128)}`,
-  );
+/** The text of the -32602 for a name that does not exist (or that the policy hides: same answer). */
+export function unknownName(kind: 'tool' | 'prompt', name: string): string {
+  return `Unknown ${kind}: ${sanitizeText(name).text.slice(0, 128)}`;
 }

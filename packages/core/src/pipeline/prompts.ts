@@ -1,20 +1,20 @@
 /**
- * prompts/list and prompts/get. A get passes: the prompt exists and this caller's scope grants
- * it → its arguments are the declared ones and valid → the handler runs under the deadline →
- * the messages are sanitised.
+ * prompts/list and prompts/get. A get goes through the runner (runner.ts) like a tool call: the
+ * prompt exists and this caller's scope grants it, its arguments are the declared ones and
+ * valid, its targets are inside the allow-list, it takes a place in the minute, the handler runs
+ * under the deadline, the messages are sanitised.
  */
-import { ProtocolError, ProtocolErrorCode } from '@modelcontextprotocol/server';
-import type { PromptDefinition } from '../define.js';
-import { ToolError } from '../errors.js';
+import type { GetPromptResult } from '@modelcontextprotocol/server';
+import type { PromptDefinition, PromptHandlerResult } from '../define.js';
 import { paginate } from '../pagination.js';
 import { sanitizeDeep } from '../sanitize.js';
-import type { SanitizeFlag } from '../sanitize.js';
 import type { Connection } from './connection.js';
-import { unknownName } from './failures.js';
-import { releaseAfterResponse, withDeadline } from './lifetime.js';
+import { Refusal, unknownName } from './failures.js';
+import { runRequest } from './runner.js';
+import type { Adapter } from './runner.js';
 
 export function registerPrompts(connection: Connection, pageSize: number): void {
-  const { server, runtime } = connection;
+  const { server } = connection;
   const { prompts } = connection.prepared;
 
   server.setRequestHandler('prompts/list', (request) => {
@@ -35,43 +35,52 @@ export function registerPrompts(connection: Connection, pageSize: number): void 
     return nextCursor === undefined ? { prompts: page } : { prompts: page, nextCursor };
   });
 
-  server.setRequestHandler('prompts/get', async (request, sctx) => {
+  server.setRequestHandler('prompts/get', (request, sctx) => {
     const { name, arguments: given = {} } = request.params;
-    const attempt = connection.begin(sctx, 'prompts/get', name, given);
-    const { eventId } = attempt;
-    const prompt = prompts.get(name);
-    if (prompt === undefined) {
-      attempt.finish('not_found');
-      throw unknownName('prompt', name);
-    }
-    const scope = connection.granted(prompt);
-    if (!scope.allow) {
-      attempt.finish('denied', { decision: scope });
-      throw unknownName('prompt', name);
-    }
-    const problem = checkPromptArguments(prompt, given);
-    if (problem !== undefined) {
-      attempt.finish('invalid_params', { error: new ToolError(problem) });
-      throw new ProtocolError(ProtocolErrorCode.InvalidParams, problem);
-    }
-    const done = runtime.inflight?.enter();
-    const flags = new Set<SanitizeFlag>();
-    try {
-      attempt.trace.stage('handler');
-      const result = await attempt.trace.within(() =>
-        withDeadline(runtime.toolTimeoutMs, connection.abortSources(sctx), (signal) =>
-          prompt.handler(given, connection.contextFor(sctx, eventId, signal)),
-        ),
-      );
-      const body = sanitizeDeep(Array.isArray(result) ? { messages: result } : result, flags);
-      attempt.finish('ok', { flags, result: body });
-      return body;
-    } catch (error) {
-      throw attempt.fail(error).protocolError;
-    } finally {
-      releaseAfterResponse(done);
-    }
+    return runRequest(connection, sctx, promptGet(connection, name, given));
   });
+}
+
+/** prompts/get as the runner sees it: every failure answers as a JSON-RPC error. */
+function promptGet(
+  connection: Connection,
+  name: string,
+  given: Readonly<Record<string, string>>,
+): Adapter<Readonly<Record<string, string>>, PromptHandlerResult, GetPromptResult> {
+  return {
+    method: 'prompts/get',
+    name,
+    args: given,
+    find: () => {
+      const prompt = connection.prepared.prompts.get(name);
+      if (prompt === undefined) return undefined;
+      return {
+        label: prompt.name,
+        access: 'read',
+        deadlineMs: connection.runtime.toolTimeoutMs,
+        visible: () => connection.granted(prompt),
+        parse: () => {
+          const problem = checkPromptArguments(prompt, given);
+          if (problem !== undefined) throw new Refusal('invalid_params', problem);
+          return given;
+        },
+        targets: (args) => prompt.target?.(args),
+      };
+    },
+    notFound: () => unknownName('prompt', name),
+    run: (subject, args, { attempt, signal, deadline }) => {
+      const prompt = connection.prepared.prompts.get(subject.label)!;
+      const ctx = connection.contextFor(attempt.sctx, attempt.eventId, signal, deadline);
+      return prompt.handler(args, ctx);
+    },
+    shape: (_, result, __, flags) => {
+      const body = sanitizeDeep(Array.isArray(result) ? { messages: result } : result, flags);
+      return { reason: 'ok', result: body, answer: body as GetPromptResult };
+    },
+    answer: (failure) => {
+      throw failure.protocolError;
+    },
+  };
 }
 
 function checkPromptArguments(

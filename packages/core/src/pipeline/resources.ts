@@ -1,23 +1,20 @@
 /**
- * resources/list, resources/templates/list and resources/read. A read passes: the URI is
- * absolute → it names a resource → this caller's scope grants it → its target is inside the
- * allow-list → the handler runs under the deadline → the text is sanitised and budgeted.
+ * resources/list, resources/templates/list and resources/read. A read goes through the runner
+ * (runner.ts): the URI is absolute and names a resource this caller's scope grants, its target
+ * is inside the allow-list, it takes a place in the minute, the handler runs under the deadline,
+ * the text (and each URI it names) is sanitised and budgeted.
  */
 import { randomUUID } from 'node:crypto';
-import {
-  ProtocolError,
-  ProtocolErrorCode,
-  ResourceNotFoundError,
-} from '@modelcontextprotocol/server';
 import type { ReadResourceResult } from '@modelcontextprotocol/server';
-import type { RequestContext, ResourceBody } from '../define.js';
+import type { ResourceBody } from '../define.js';
 import { paginate } from '../pagination.js';
 import { sanitizeDeep, sanitizeText } from '../sanitize.js';
-import type { SanitizeFlag } from '../sanitize.js';
 import type { Connection } from './connection.js';
-import { releaseAfterResponse, withDeadline } from './lifetime.js';
+import { Refusal } from './failures.js';
 import { findResource, flatVariables, normalizeUri } from './prepare.js';
 import { shapeResourceContents } from './results.js';
+import { runRequest } from './runner.js';
+import type { Adapter } from './runner.js';
 
 function contentFromBody(uri: string, body: ResourceBody): ReadResourceResult['contents'] {
   if ('contents' in body) return body.contents;
@@ -34,9 +31,8 @@ const described = (r: { title?: string; description?: string; mimeType?: string 
 });
 
 export function registerResources(connection: Connection, pageSize: number): void {
-  const { server, runtime } = connection;
-  const { resources } = connection.prepared;
-  const { statics, templates } = resources;
+  const { server } = connection;
+  const { statics, templates } = connection.prepared.resources;
 
   server.setRequestHandler('resources/list', async (request, sctx) => {
     const ctx = connection.contextFor(sctx, randomUUID(), sctx.mcpReq.signal);
@@ -69,69 +65,68 @@ export function registerResources(connection: Connection, pageSize: number): voi
       : { resourceTemplates: page, nextCursor };
   });
 
-  server.setRequestHandler('resources/read', async (request, sctx) => {
-    const uri = request.params.uri;
-    const attempt = connection.begin(sctx, 'resources/read', uri);
-    const { eventId } = attempt;
-    const normalized = normalizeUri(uri);
-    if (normalized === undefined) {
-      attempt.finish('invalid_params');
-      throw new ProtocolError(
-        ProtocolErrorCode.InvalidParams,
-        'Invalid resource URI: expected an absolute URI',
-        { uri: sanitizeText(uri).text.slice(0, 256), reason: 'invalid_uri' },
-      );
-    }
-    const found = findResource(resources, uri, normalized);
-    if (found === undefined) {
-      attempt.finish('not_found');
-      throw new ResourceNotFoundError(uri);
-    }
-    // Not listed, so not readable: answered exactly as a resource that does not exist.
-    const scope = connection.granted(found.definition);
-    if (!scope.allow) {
-      attempt.finish('denied', { decision: scope });
-      throw new ResourceNotFoundError(uri);
-    }
-    const target =
-      found.kind === 'static'
-        ? found.definition.target
-        : found.definition.target?.(found.variables);
-    if (target !== undefined) {
-      const allowed = runtime.policy.targetAllowed(target);
-      if (!allowed.allow) {
-        attempt.finish('denied', { target, decision: allowed });
-        throw new ProtocolError(ProtocolErrorCode.InvalidParams, `Denied: ${allowed.reason}`, {
-          uri: sanitizeText(uri).text,
-        });
+  server.setRequestHandler('resources/read', (request, sctx) =>
+    runRequest(connection, sctx, resourceRead(connection, request.params.uri)),
+  );
+}
+
+type Found = NonNullable<ReturnType<typeof findResource>>;
+
+/** resources/read as the runner sees it: every failure answers as a JSON-RPC error. */
+function resourceRead(
+  connection: Connection,
+  uri: string,
+): Adapter<Found, ResourceBody | undefined, ReadResourceResult> {
+  const { runtime } = connection;
+  return {
+    method: 'resources/read',
+    name: uri,
+    find: () => {
+      const normalized = normalizeUri(uri);
+      if (normalized === undefined) {
+        throw new Refusal(
+          'invalid_params',
+          'Invalid resource URI: expected an absolute URI',
+          undefined,
+          {
+            uri: sanitizeText(uri).text.slice(0, 256),
+            reason: 'invalid_uri',
+          },
+        );
       }
-    }
-    const read = (ctx: RequestContext): Promise<ResourceBody | undefined> =>
-      found.kind === 'static'
+      const found = findResource(connection.prepared.resources, uri, normalized);
+      if (found === undefined) return undefined;
+      return {
+        label: found.definition.name,
+        access: 'read',
+        deadlineMs: runtime.toolTimeoutMs,
+        // Not listed, so not readable: answered exactly as a resource that does not exist.
+        visible: () => connection.granted(found.definition),
+        parse: () => found,
+        targets: (f) =>
+          f.kind === 'static' ? f.definition.target : f.definition.target?.(f.variables),
+      };
+    },
+    notFound: () => 'Resource not found',
+    run: (_, found, { attempt, signal, deadline }) => {
+      const ctx = connection.contextFor(attempt.sctx, attempt.eventId, signal, deadline);
+      return found.kind === 'static'
         ? found.definition.read(ctx)
         : found.definition.read(uri, found.variables, ctx);
-    const done = runtime.inflight?.enter();
-    const flags = new Set<SanitizeFlag>();
-    try {
-      attempt.trace.stage('handler');
-      const body = await attempt.trace.within(() =>
-        withDeadline(runtime.toolTimeoutMs, connection.abortSources(sctx), (signal) =>
-          read(connection.contextFor(sctx, eventId, signal)),
-        ),
-      );
-      if (body === undefined) {
-        attempt.finish('not_found', { target });
-        throw new ResourceNotFoundError(uri);
-      }
+    },
+    shape: (_, body, __, flags) => {
+      if (body === undefined) throw new Refusal('not_found', 'Resource not found');
       const budget = runtime.maxOutputBytes ?? Infinity;
-      const contents = shapeResourceContents(contentFromBody(uri, body), budget, flags);
-      attempt.finish('ok', { target, flags, result: { contents } });
-      return { contents };
-    } catch (error) {
-      if (error instanceof ResourceNotFoundError) throw error;
-      throw attempt.fail(error, { target }).protocolError;
-    } finally {
-      releaseAfterResponse(done);
-    }
-  });
+      // The URI each content names is echoed to the caller: sanitised like any text.
+      const contents = shapeResourceContents(
+        contentFromBody(uri, body).map((c) => ({ ...c, uri: sanitizeText(c.uri).text })),
+        budget,
+        flags,
+      );
+      return { reason: 'ok', result: { contents }, answer: { contents } };
+    },
+    answer: (failure) => {
+      throw failure.protocolError;
+    },
+  };
 }

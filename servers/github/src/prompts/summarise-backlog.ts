@@ -2,7 +2,7 @@ import { definePrompt } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo } from '../deps.js';
+import { checkedRepo, promptRepoTarget } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
 import { issueLine } from '../format.js';
 import { viewIssues } from '../tools/common.js';
@@ -25,8 +25,9 @@ export function summariseBacklogPrompt(deps: GitHubDeps) {
         schema: z.string().regex(/^\d{4}-\d{2}-\d{2}$/, 'expected YYYY-MM-DD'),
       },
     },
+    target: ({ repo }) => promptRepoTarget(deps, repo),
     handler: async ({ repo: repoArg, label, since }, ctx) => {
-      const repo = allowedRepo(deps, repoArg);
+      const repo = checkedRepo(repoArg);
       const name = `${repo.owner}/${repo.repo}`;
       const response = await call(ctx, () =>
         deps.github.rest.issues.listForRepo({

@@ -2,7 +2,7 @@ import { ToolError, definePrompt } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo, requireInScope, safeMarkdown } from '../deps.js';
+import { checkedRepo, promptRepoTarget, requireInScope, safeMarkdown } from '../deps.js';
 import type { GitHubIssue } from '../format.js';
 import { DETAIL_FIELDS, issueLine, projectIssue, repoOf } from '../format.js';
 import { buildSearchQuery } from '../search-query.js';
@@ -43,8 +43,9 @@ export function triageIssuePrompt(deps: GitHubDeps) {
         schema: z.string().regex(/^\d+$/, 'expected an issue number'),
       },
     },
+    target: ({ repo, number }) => promptRepoTarget(deps, repo, number),
     handler: async ({ repo: repoArg, number }, ctx) => {
-      const repo = allowedRepo(deps, repoArg);
+      const repo = checkedRepo(repoArg);
       const name = `${repo.owner}/${repo.repo}`;
       const { data } = await call(ctx, () =>
         deps.github.rest.issues.get({

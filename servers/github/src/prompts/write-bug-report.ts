@@ -1,6 +1,6 @@
 import { definePrompt } from '@gatehouse/core';
 import type { GitHubDeps } from '../deps.js';
-import { allowedRepo, safeMarkdown } from '../deps.js';
+import { checkedRepo, promptRepoTarget, safeMarkdown } from '../deps.js';
 import { findTemplate, formSkeleton, readTemplates } from '../templates.js';
 import { repoCompleter } from './common.js';
 
@@ -21,8 +21,9 @@ export function writeBugReportPrompt(deps: GitHubDeps) {
         description: 'Template name or file to follow (default: the bug template, if any).',
       },
     },
+    target: ({ repo }) => promptRepoTarget(deps, repo),
     handler: async ({ repo: repoArg, notes, template: wanted }, ctx) => {
-      const repo = allowedRepo(deps, repoArg);
+      const repo = checkedRepo(repoArg);
       const name = `${repo.owner}/${repo.repo}`;
       const templates = await readTemplates(deps.github, ctx, repo);
       const template =
