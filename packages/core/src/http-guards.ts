@@ -64,19 +64,24 @@ export function sendJson(
   res.end(payload);
 }
 
+/**
+ * How much of a body past the limit is read (and dropped) so that the 413 reaches the client:
+ * closing a socket with unread bytes in it resets the connection, and the client sees a reset
+ * instead of the answer. A body longer still is cut off.
+ */
+const DRAIN_BYTES = 4 * 1024 * 1024;
+
 /** Reads a request body up to `limit` bytes; undefined when it is larger. */
 async function readBody(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > limit) {
-      req.resume();
-      return undefined;
-    }
-    chunks.push(chunk as Buffer);
+    if (size > limit + DRAIN_BYTES) return undefined;
+    if (size > limit) chunks.length = 0;
+    else chunks.push(chunk as Buffer);
   }
-  return Buffer.concat(chunks);
+  return size > limit ? undefined : Buffer.concat(chunks);
 }
 
 export function rpcError(message: string): unknown {
@@ -216,6 +221,32 @@ export const headersAppearOnce: Guard = ({ req }) => {
         body: rpcError(`Bad Request: the ${repeated} header appears more than once`),
         close: true,
       };
+};
+
+/**
+ * Framing the server can trust (RFC 9112 §6): Transfer-Encoding on an HTTP/1.0 request is faulty
+ * framing (§6.1: 1.0 has no chunked coding, so a proxy and this server could each read a
+ * different body), and so is any coding but `chunked` alone, or Transfer-Encoding beside
+ * Content-Length (§6.3). Refused with 400 and the connection closed.
+ */
+export const framingIsSound: Guard = ({ req }) => {
+  const te = req.headers['transfer-encoding'];
+  if (te === undefined) return undefined;
+  const codings = te
+    .split(',')
+    .map((c) => c.trim().toLowerCase())
+    .filter((c) => c !== '');
+  const problem =
+    req.httpVersion !== '1.1'
+      ? `Transfer-Encoding on an HTTP/${req.httpVersion} request`
+      : codings.length !== 1 || codings[0] !== 'chunked'
+        ? 'a Transfer-Encoding other than chunked'
+        : req.headers['content-length'] !== undefined
+          ? 'both Transfer-Encoding and Content-Length'
+          : undefined;
+  return problem === undefined
+    ? undefined
+    : { status: 400, body: rpcError(`Bad Request: faulty framing (${problem})`), close: true };
 };
 
 /** DNS rebinding: the Host and the browser Origin must be ours (403). */

@@ -9,6 +9,7 @@ import {
   answer,
   authenticate,
   declaredBodyFits,
+  framingIsSound,
   headersAppearOnce,
   hostAndOriginAreOurs,
   notDraining,
@@ -129,6 +130,7 @@ export async function startHttpServer(
   const guards: readonly Guard[] = [
     onlyTransportMethods,
     headersAppearOnce,
+    framingIsSound,
     hostAndOriginAreOurs(allowedHosts, options.allowedOrigins, loopback, logger),
     declaredBodyFits(options.maxBodyBytes),
     notDraining(() => draining),

@@ -318,19 +318,21 @@ export async function runServer<S extends z.ZodObject>(
 
   let http: RunningHttpServer | undefined;
   let stdio: { close(): Promise<void> } | undefined;
+  let lineTransport: LineTransport | undefined;
   if (base.GATEHOUSE_TRANSPORT === 'stdio') {
     // stdout belongs to the protocol: send any stray console output to stderr instead.
     for (const method of ['log', 'info', 'debug'] as const) {
       // eslint-disable-next-line no-console
       console[method] = (...args: unknown[]) => console.error(...args);
     }
+    lineTransport = new LineTransport(process.stdin, process.stdout, {
+      onRefused: (problem) => log.info({ problem }, 'refused a malformed message'),
+      // A pipe write is synchronous on Linux: the answer is with the client, so the records
+      // of reads deferred until after it are written now, not at the end of the turn.
+      onSent: () => audit.flush(),
+    });
     stdio = serveStdio(factory, {
-      transport: new LineTransport(process.stdin, process.stdout, {
-        onRefused: (problem) => log.info({ problem }, 'refused a malformed message'),
-        // A pipe write is synchronous on Linux: the answer is with the client, so the records
-        // of reads deferred until after it are written now, not at the end of the turn.
-        onSent: () => audit.flush(),
-      }),
+      transport: lineTransport,
       onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
     });
   } else {
@@ -472,8 +474,12 @@ export async function runServer<S extends z.ZodObject>(
       if (http !== undefined) {
         drained = await http.shutdown(base.GATEHOUSE_DRAIN_MS, () => inflight.abortAll());
       } else {
+        const deadline = Date.now() + base.GATEHOUSE_DRAIN_MS;
         drained = await inflight.idle(base.GATEHOUSE_DRAIN_MS);
         if (!drained) inflight.abortAll();
+        // Every request read is answered before stdout closes (a ping, a listing, a refusal).
+        drained =
+          (await lineTransport?.answered(Math.max(0, deadline - Date.now()))) !== false && drained;
         await stdio?.close();
       }
       try {

@@ -42,6 +42,10 @@ export class LineTransport implements Transport {
   #oversized: Buffer | undefined;
   #started = false;
   #closed = false;
+  /** Requests read and not yet answered, by id (as JSON): stdin may end before they are. */
+  readonly #unanswered = new Set<string>();
+  #inputEnded = false;
+  #whenAnswered: Array<() => void> = [];
 
   constructor(
     stdin: Readable = process.stdin,
@@ -75,8 +79,14 @@ export class LineTransport implements Transport {
     void this.close();
   };
 
+  /**
+   * The client closed stdin: nothing more will be read, but every request already read is still
+   * answered before the transport closes (whoever runs the server closes it sooner, after its
+   * drain deadline, if an answer never comes).
+   */
   readonly #onend = (): void => {
-    void this.close();
+    this.#inputEnded = true;
+    if (this.#unanswered.size === 0) void this.close();
   };
 
   #append(part: Buffer): void {
@@ -105,8 +115,20 @@ export class LineTransport implements Transport {
     this.#lineBytes = 0;
     if (text.trim() === '') return;
     const inspected = inspectText(text);
-    if (inspected.ok) this.onmessage?.(inspected.message);
-    else this.#refuse(inspected.problem, inspected.reply);
+    if (!inspected.ok) {
+      this.#refuse(inspected.problem, inspected.reply);
+      return;
+    }
+    const message = inspected.message as { id?: unknown; method?: unknown; params?: unknown };
+    if (typeof message.method === 'string') {
+      if (message.id !== undefined) this.#unanswered.add(JSON.stringify(message.id));
+      // A cancelled request gets no answer (the protocol says so): nothing to wait for.
+      if (message.method === 'notifications/cancelled') {
+        const { requestId } = (message.params ?? {}) as { requestId?: unknown };
+        this.#answered(requestId);
+      }
+    }
+    this.onmessage?.(inspected.message);
   }
 
   #refuse(problem: string, reply: JSONRPCMessage | undefined): void {
@@ -142,8 +164,31 @@ export class LineTransport implements Transport {
     this.onclose?.();
   }
 
+  /** A request is answered (or will never be): close once input has ended and none is left. */
+  #answered(id: unknown): void {
+    if (id === undefined || !this.#unanswered.delete(JSON.stringify(id))) return;
+    if (this.#unanswered.size > 0) return;
+    for (const resolve of this.#whenAnswered.splice(0)) resolve();
+    if (this.#inputEnded) setImmediate(() => void this.close());
+  }
+
+  /** Resolves true once every request read so far is answered, false after `ms` (or on close). */
+  answered(ms: number): Promise<boolean> {
+    if (this.#unanswered.size === 0) return Promise.resolve(true);
+    if (this.#closed) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.#whenAnswered.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('the stdio transport is closed'));
+    const sent = message as { id?: unknown; method?: unknown };
+    if (sent.method === undefined) this.#answered(sent.id);
     return new Promise((resolve, reject) => {
       const onError = (error: Error): void => {
         this.#stdout.off('drain', onDrain);

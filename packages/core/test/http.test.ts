@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { connectHttp, initializeRequest, spawnServer } from '@gatehouse/testkit';
 import type { Era, ServerProcess } from '@gatehouse/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { raw } from './raw-http.ts';
+import { request } from 'node:http';
+import { raw, rawSocket } from './raw-http.ts';
 import { expectSchemaValid } from './schema.ts';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
@@ -110,6 +111,53 @@ describe('Streamable HTTP', () => {
     const response = await raw(server.url!, { headers: MCP_HEADERS, body: big });
     expect(response.status).toBe(413);
     expect(response.body).toContain('4096 bytes');
+  });
+
+  it('answers a chunked body over the limit with 413, not a reset connection', async () => {
+    const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const req = request(
+        {
+          host: server.url!.hostname,
+          port: server.url!.port,
+          path: server.url!.pathname,
+          method: 'POST',
+          headers: MCP_HEADERS,
+          agent: false,
+        },
+        (res) => {
+          let body = '';
+          res.setEncoding('utf8').on('data', (c: string) => (body += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+        },
+      );
+      req.on('error', reject);
+      // No Content-Length: Node sends it chunked, 64 KiB in 1 KiB chunks.
+      for (let i = 0; i < 64; i++) req.write('x'.repeat(1024));
+      req.end();
+    });
+    expect(response.status).toBe(413);
+    expect(response.body).toContain('4096 bytes');
+  });
+
+  // Framing variants (RFC 9112 §6): whatever a proxy in front might read differently is refused.
+  // (The control: `raw` sends every other test's body chunked over HTTP/1.1, and it is served.)
+  it.each([
+    ['HTTP/1.0 with chunked', 'HTTP/1.0', 'Transfer-Encoding: chunked'],
+    ['HTTP/1.0 with identity', 'HTTP/1.0', 'Transfer-Encoding: identity'],
+    ['a coding before chunked', 'HTTP/1.1', 'Transfer-Encoding: gzip, chunked'],
+    ['chunked twice', 'HTTP/1.1', 'Transfer-Encoding: chunked, chunked'],
+    [
+      'chunked beside Content-Length',
+      'HTTP/1.1',
+      'Transfer-Encoding: chunked\r\nContent-Length: 5',
+    ],
+  ])('refuses %s with 400', async (_, version, framing) => {
+    const body = `${INITIALIZE.length.toString(16)}\r\n${INITIALIZE}\r\n0\r\n\r\n`;
+    const response = await rawSocket(
+      server.url!,
+      `POST /mcp ${version}\r\nHost: 127.0.0.1:${server.url!.port}\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n${framing}\r\nConnection: close\r\n\r\n${body}`,
+    );
+    expect(response.status).toBe(400);
   });
 
   it('answers 404, 405, 406 and 415 where HTTP says so', async () => {

@@ -122,6 +122,42 @@ describe('stdio process behaviour', () => {
     expect(missing.stderr()).toContain('ENOENT');
   });
 
+  it('answers every request exactly once — any id, before initialize, stdin ended at once', async () => {
+    const server = rawServer();
+    // Ids as the wire spells them: some cannot be echoed exactly (not a safe integer).
+    const safe = ['1', '"s"', '-7', '0', '9007199254740991'];
+    const unsafe = ['9007199254740994', '1e20', '1.5', '-0.5', '1E400'];
+    const line = (id: string, method: string, params = '{}') =>
+      `{"jsonrpc":"2.0","id":${id},"method":"${method}","params":${params}}`;
+    // Before any initialize: a listing, a ping, a call that takes a while, an unknown method.
+    server.sendLine(line(safe[0]!, 'tools/list'));
+    server.sendLine(line(safe[1]!, 'ping'));
+    server.sendLine(line(safe[2]!, 'tools/call', '{"name":"demo_slow","arguments":{"ms":300}}'));
+    server.sendLine(line(safe[3]!, 'nope/method'));
+    server.sendLine(line(safe[4]!, 'tools/call', '{"name":"demo_noop","arguments":{}}'));
+    for (const id of unsafe) server.sendLine(line(id, 'ping'));
+    server.child.stdin.end();
+    const [code] = await server.exit;
+    expect(code).toBe(0);
+    const answers = server.stdoutLines.map(
+      (l) => JSON.parse(l) as { id: unknown; error?: { code: number } },
+    );
+    expect(answers).toHaveLength(safe.length + unsafe.length);
+    for (const id of safe) {
+      expect(
+        answers.filter((a) => a.id === JSON.parse(id)),
+        id,
+      ).toHaveLength(1);
+    }
+    const refused = answers.filter((a) => a.id === null);
+    expect(refused).toHaveLength(unsafe.length);
+    expect(refused.every((a) => a.error?.code === -32600)).toBe(true);
+    const slow = answers.find((a) => a.id === -7) as {
+      result?: { content: Array<{ text: string }> };
+    };
+    expect(slow.result?.content[0]!.text).toBe('waited 300 ms');
+  });
+
   it('finishes an in-flight call on SIGTERM, then exits 0', async () => {
     const server = rawServer();
     await server.handshake();
