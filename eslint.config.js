@@ -59,7 +59,10 @@ export default tseslint.config(
       ],
       'no-restricted-syntax': [
         'error',
-        { selector: 'ExportAllDeclaration', message: 'Export named symbols only (DESIGN §1).' },
+        {
+          selector: 'ExportAllDeclaration',
+          message: 'Export named symbols only (docs/architecture.md).',
+        },
         {
           selector: "MemberExpression[object.name='process'][property.name='env']",
           message:

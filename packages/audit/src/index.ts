@@ -12,6 +12,7 @@ export type { CheckpointSigner } from './chain.js';
 export { main } from './cli.js';
 export { CSV_COLUMNS, csvCell, csvLine, flatten, toOcsf } from './export.js';
 export { matcher, parseTime } from './filter.js';
+export { withoutUnsafe } from './neutral.js';
 export type { RecordFilter } from './filter.js';
 export { orderFiles, readLines, readRecords } from './read.js';
 export type { Line } from './read.js';

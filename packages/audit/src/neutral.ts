@@ -21,6 +21,14 @@ const BEYOND_C0 = /[\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u20
 export const asText = (value: unknown): string =>
   typeof value === 'string' ? value : value === undefined ? '' : (JSON.stringify(value) ?? '');
 
+/**
+ * `value` as text with every {@link UNSAFE} character removed: how a writer keeps what a caller
+ * chose (a client name, a URI) out of a record's reach into a reader's terminal.
+ */
+export function withoutUnsafe(value: unknown): string {
+  return asText(value).replace(UNSAFE, '');
+}
+
 const hex = (c: string): string => c.charCodeAt(0).toString(16).padStart(4, '0');
 
 /** One value for a terminal: every unsafe character shown as a visible `\u{…}` escape. */

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { AuditLog, fdSink, fileSink, findChainEnd, loadSigner } from '@gatehouse/audit';
+import {
+  AuditLog,
+  fdSink,
+  fileSink,
+  findChainEnd,
+  loadSigner,
+  withoutUnsafe,
+} from '@gatehouse/audit';
 import type { AuditAction, AuditEntry, LineSink } from '@gatehouse/audit';
 import type { BaseConfig } from './config.js';
 import type { Principal } from './principal.js';
@@ -7,7 +14,7 @@ import { sanitizeText } from './sanitize.js';
 import { scrubSecrets } from './secrets.js';
 
 /**
- * The pipeline's side of the audit trail (DESIGN §4, docs/audit.md): what a record says about a
+ * The pipeline's side of the audit trail (docs/audit.md, ADR 0005): what a record says about a
  * call is decided here; integrity (seq, hashes, signed checkpoints) and the sinks live in
  * `@gatehouse/audit`.
  */
@@ -74,24 +81,13 @@ export function redactArgs(value: unknown, depth = 0): unknown {
 }
 
 /**
- * Controls, bidi controls and marks, and line separators: what the sanitiser may keep in text
- * for a model (a newline, a tab) but a record of who asked must not carry — a reader prints
- * these fields on a terminal, in a table, in a report.
- */
-/* eslint-disable no-control-regex -- matching controls is the point */
-const UNPRINTABLE =
-  /[\u0000-\u001f\u007f-\u009f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]/g;
-/* eslint-enable no-control-regex */
-
-/**
  * A value the caller chose (a client name, a user agent, a URI, a token's subject, a name), as
- * the record keeps it: secrets scrubbed, sanitised, every control and bidi character removed,
- * capped. Whatever the type it arrived as, the record holds a string.
+ * the record keeps it: secrets scrubbed, sanitised, every control, bidi and line-separator
+ * character removed (the set `gatehouse-audit` neutralises when printing), capped. Whatever the type it arrived as, the record holds a string.
  */
 export function callerText(value: unknown, max: number): string {
-  return sanitizeText(typeof value === 'string' ? value : (JSON.stringify(value) ?? ''))
-    .text.replace(UNPRINTABLE, '')
-    .slice(0, max);
+  const text = typeof value === 'string' ? value : (JSON.stringify(value) ?? '');
+  return withoutUnsafe(sanitizeText(text).text).slice(0, max);
 }
 
 /** A safe error message for a record: secrets scrubbed, bounded. */

@@ -6,7 +6,7 @@ import { ConfigError } from './errors.js';
 import { registerSecretValues } from './secrets.js';
 
 /**
- * Configuration (DESIGN §3): one zod object whose keys are the environment variable names, so
+ * Configuration (docs/configuration.md): one zod object whose keys are the environment variable names, so
  * every problem is reported under the name the operator has to fix. Servers extend
  * {@link baseConfigShape} with their own keys. Every key also accepts a `NAME_FILE` variant whose
  * value is a path to read the value from (Docker and Kubernetes secrets).

@@ -107,7 +107,7 @@ export type ToolHandlerResult<O> = [O] extends [z.ZodType]
   ? StructuredToolResult<z.output<O>> | InputRequiredResult | DryRunPreview
   : PlainToolResult | InputRequiredResult | DryRunPreview;
 
-/** A tool as data plus a handler (DESIGN §3). */
+/** A tool as data plus a handler (docs/adding-a-server.md, ADR 0002). */
 export interface ToolDefinition<
   I extends z.ZodObject = z.ZodObject,
   O extends z.ZodType | undefined = z.ZodType | undefined,

@@ -1,5 +1,5 @@
 /**
- * The error model of the core (DESIGN §2, docs/errors.md).
+ * The error model of the core (docs/errors.md).
  *
  * Handlers throw these; the pipeline turns them into what the client sees. A `ToolError` is a
  * business failure the model can act on and its message is shown as written. An

@@ -39,7 +39,7 @@ export function isRetryable(error: unknown): boolean {
 }
 
 /**
- * The one retry helper for upstream calls (DESIGN §3): exponential backoff with full jitter,
+ * The one retry helper for upstream calls (docs/errors.md): exponential backoff with full jitter,
  * `Retry-After` honoured (an UpstreamError's `retryAfterSeconds`), never past the caller's
  * deadline or signal, and only for idempotent calls.
  */

@@ -151,7 +151,7 @@ function auditRefusedStart(
 export async function runServer<S extends z.ZodObject>(
   options: RunServerOptions<S>,
 ): Promise<RunningServer | undefined> {
-  // The one place that reads the process environment (DESIGN §3).
+  // The one place that reads the process environment (docs/configuration.md).
   // eslint-disable-next-line no-restricted-syntax
   const env = options.env ?? process.env;
   let config: z.output<S>;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { scrubSecrets } from './secrets.js';
 
 /**
- * The sanitise stage (DESIGN §3, docs/security.md): every text that leaves a server passes here.
+ * The sanitise stage (docs/security.md): every text that leaves a server passes here.
  *
  * - removes what a model reads but a human reviewing the output does not see: Unicode tags, zero
  *   width and other format characters, bidi controls, stray variation selectors (the

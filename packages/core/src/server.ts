@@ -1,5 +1,5 @@
 /**
- * The pipeline of DESIGN §3, wired: a server definition is prepared once, and every SDK `Server`
+ * The pipeline of docs/architecture.md, wired: a server definition is prepared once, and every SDK `Server`
  * (a stdio connection, or one HTTP request) gets the handlers of `pipeline/`:
  *
  *   tools.ts       tools/list, tools/call (policy → validation → limits → confirm → handler → result)

@@ -5,7 +5,7 @@
  */
 import { sha256, sha256Canonical } from '@gatehouse/audit';
 import type { AuditEntry, OutcomeReason } from '@gatehouse/audit';
-import { argsShape, auditMessage, callerText, redactArgs } from '../audit.js';
+import { argsShape, callerText, redactArgs } from '../audit.js';
 import { UpstreamError } from '../errors.js';
 import type { Decision } from '../policy.js';
 import type { Principal } from '../principal.js';
@@ -88,7 +88,7 @@ function errorOf(err: unknown): Pick<AuditEntry, 'error' | 'upstream'> | undefin
         : JSON.stringify(err);
   return {
     error: {
-      message: callerText(auditMessage(message), 1024),
+      message: callerText(message, 1024),
       type: err instanceof Error ? err.name : typeof err,
     },
     ...(err instanceof UpstreamError
