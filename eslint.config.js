@@ -121,4 +121,10 @@ export default tseslint.config(
     rules: restrict([...anywhere, production[production.length - 1]]),
   },
   { files: ['servers/*/src/**'], rules: restrict(serverSource) },
+  // The core reads top to bottom: no function of it is longer than a screenful or two
+  // (docs/adr/0017-start-in-steps.md), blank lines and comments counted.
+  {
+    files: ['packages/core/src/**', 'packages/audit/src/**'],
+    rules: { 'max-lines-per-function': ['error', { max: 150 }] },
+  },
 );

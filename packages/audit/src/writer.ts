@@ -25,6 +25,21 @@ export interface AuditLogOptions {
   /** Continue an existing chain (see {@link findChainEnd}). */
   resume?: ChainPosition;
   now?: () => Date;
+  /**
+   * The last word on every string of every record (keys included), before it is sealed: the
+   * core passes its secret scrubber, so no record carries a secret whatever built it.
+   */
+  scrub?: (text: string) => string;
+}
+
+/** `value` with `scrub` applied to every string in it, keys included. */
+function scrubbed(value: unknown, scrub: (text: string) => string, depth = 0): unknown {
+  if (typeof value === 'string') return scrub(value);
+  if (typeof value !== 'object' || value === null || depth > 64) return value;
+  if (Array.isArray(value)) return value.map((v) => scrubbed(v, scrub, depth + 1));
+  return Object.fromEntries(
+    Object.entries(value).map(([k, v]) => [scrub(k), scrubbed(v, scrub, depth + 1)]),
+  );
 }
 
 /**
@@ -40,6 +55,7 @@ export class AuditLog {
   readonly #signer: CheckpointSigner | undefined;
   readonly #every: number;
   readonly #now: () => Date;
+  readonly #scrub: ((text: string) => string) | undefined;
   readonly #host = { hostname: hostname() };
   readonly #process = { pid: process.pid };
   #seq: number;
@@ -57,6 +73,7 @@ export class AuditLog {
     this.#signer = options.signer;
     this.#every = options.checkpointEvery ?? 1000;
     this.#now = options.now ?? (() => new Date());
+    this.#scrub = options.scrub;
     this.#seq = options.resume ? options.resume.seq + 1 : 0;
     this.#prevHash = options.resume?.hash ?? null;
     this.#resumed = options.resume;
@@ -120,7 +137,9 @@ export class AuditLog {
   };
 
   #append(entry: AuditEntry): AuditRecord {
-    const record = this.#write(entry);
+    const record = this.#write(
+      this.#scrub === undefined ? entry : (scrubbed(entry, this.#scrub) as AuditEntry),
+    );
     if (++this.#sinceCheckpoint >= this.#every) this.#checkpoint();
     return record;
   }

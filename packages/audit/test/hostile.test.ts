@@ -214,3 +214,28 @@ describe('the HTML report in Chromium', () => {
     await tab.close();
   });
 });
+
+describe('the writer’s last word (the `scrub` option)', () => {
+  it('reaches every string and key of a record before it is sealed, and the log verifies', async () => {
+    const path = join(tempDir(), 'audit.jsonl');
+    const secret = 'operator-secret-value-42';
+    const log = new AuditLog({
+      sinks: [fileSink({ path, maxBytes: 1 << 30, daily: false })],
+      service: SERVICE,
+      scrub: (text) => text.replaceAll(secret, '[REDACTED]'),
+    });
+    const entry = callEntry(0) as AuditEntry & { user: { id: string } };
+    entry.user.id = `user ${secret}`;
+    entry.client = { name: secret, version: '1' };
+    entry.error = { type: 'ToolError', message: `upstream said ${secret}` };
+    (entry as unknown as { labels: Record<string, string[]> }).labels = { [secret]: [secret] };
+    log.append(lifecycleEntry('gatehouse/start', new Date(Date.UTC(2026, 10, 29, 7, 59))));
+    log.append(entry);
+    log.append(lifecycleEntry('gatehouse/stop', new Date(Date.UTC(2026, 10, 29, 23, 0))));
+    log.close();
+    const raw = readFileSync(path, 'utf8');
+    expect(raw).not.toContain(secret);
+    expect(raw.split('[REDACTED]').length - 1).toBe(5);
+    expect((await cli('verify', path)).out).toMatch(/^intact: 4 records/);
+  });
+});

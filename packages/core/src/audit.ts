@@ -95,7 +95,11 @@ export function auditMessage(message: string): string {
   return scrubSecrets(message).text.slice(0, 1024);
 }
 
-/** The sinks the configuration asks for (default: stderr on stdio, stdout on HTTP). */
+/** The audit writer's last word on every string of a record: no secret is written. */
+export function scrubRecordText(text: string): string {
+  return scrubSecrets(text).text;
+}
+
 /** The configured audit sinks, or the transport's default (stderr on stdio, stdout on HTTP). */
 export function auditSinkNames(config: BaseConfig): readonly ('stderr' | 'stdout' | 'file')[] {
   return config.GATEHOUSE_AUDIT_SINKS.length > 0
@@ -130,6 +134,7 @@ export function openAuditLog(
   return new AuditLog({
     sinks: auditSinks(config),
     service,
+    scrub: scrubRecordText,
     checkpointEvery: config.GATEHOUSE_AUDIT_CHECKPOINT_EVERY,
     ...(config.GATEHOUSE_AUDIT_SIGNING_KEY === undefined
       ? {}

@@ -1,5 +1,6 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type {
+  JWTPayload,
   JWTVerifyGetKey,
   JSONWebKeySet,
   KeyObject as JoseKey,
@@ -45,6 +46,63 @@ const sha256Hex = (text: string): string => createHash('sha256').update(text).di
 const JWT_SHAPE = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$/;
 const quote = (value: string): string => value.replace(/["\\]/g, '');
 
+/** The RFC 9728 protected-resource metadata of an OAuth-protected server, and where it is served. */
+function resourceMetadata(
+  config: BaseConfig,
+  options: { scopes: readonly string[]; resourceName?: string },
+): NonNullable<Authenticator['metadata']> {
+  const publicUrl = config.GATEHOUSE_PUBLIC_URL!;
+  const url = getOAuthProtectedResourceMetadataUrl(new URL(publicUrl));
+  return {
+    url,
+    paths: [...new Set([new URL(url).pathname, '/.well-known/oauth-protected-resource'])],
+    document: {
+      resource: publicUrl,
+      authorization_servers:
+        config.GATEHOUSE_OAUTH_AUTHORIZATION_SERVERS.length > 0
+          ? [...config.GATEHOUSE_OAUTH_AUTHORIZATION_SERVERS]
+          : [config.GATEHOUSE_OAUTH_ISSUER!],
+      scopes_supported: [...new Set(options.scopes)].sort(),
+      bearer_methods_supported: ['header'],
+      ...(options.resourceName === undefined ? {} : { resource_name: options.resourceName }),
+    },
+  };
+}
+
+/** The principal of a verified token's claims. */
+function principalOf(payload: JWTPayload, token: string): AuthOutcome {
+  // The subject becomes the principal id in every audit record: a non-empty string of
+  // printable characters, or the token is refused.
+  if (
+    typeof payload.sub !== 'string' ||
+    !/^[^\p{C}]{1,256}$/u.test(payload.sub) ||
+    payload.sub.trim() === ''
+  ) {
+    return {
+      ok: false,
+      status: 401,
+      error: 'invalid_token',
+      description: 'the token has no usable subject (sub must be a non-empty string)',
+    };
+  }
+  const raw: unknown = payload.scope ?? payload.scp;
+  const scopes = Array.isArray(raw)
+    ? raw.filter((s): s is string => typeof s === 'string')
+    : typeof raw === 'string'
+      ? raw.split(' ').filter(Boolean)
+      : [];
+  return {
+    ok: true,
+    principal: {
+      id: payload.sub,
+      authMethod: 'oauth',
+      scopes,
+      credentialId:
+        typeof payload.jti === 'string' ? payload.jti : `sha256:${sha256Hex(token).slice(0, 16)}`,
+    },
+  };
+}
+
 /**
  * Builds the authenticator the config asks for. The token is checked and dropped here: the
  * principal carries an id, scopes and a credential id (key id, token `jti`), never the token,
@@ -68,24 +126,8 @@ export async function createAuthenticator(
       : [];
 
   let keys: JWTVerifyGetKey | JoseKey | undefined;
-  let metadata: Authenticator['metadata'];
+  const metadata = methods.includes('oauth') ? resourceMetadata(config, options) : undefined;
   if (methods.includes('oauth')) {
-    const publicUrl = config.GATEHOUSE_PUBLIC_URL!;
-    const url = getOAuthProtectedResourceMetadataUrl(new URL(publicUrl));
-    metadata = {
-      url,
-      paths: [...new Set([new URL(url).pathname, '/.well-known/oauth-protected-resource'])],
-      document: {
-        resource: publicUrl,
-        authorization_servers:
-          config.GATEHOUSE_OAUTH_AUTHORIZATION_SERVERS.length > 0
-            ? [...config.GATEHOUSE_OAUTH_AUTHORIZATION_SERVERS]
-            : [config.GATEHOUSE_OAUTH_ISSUER!],
-        scopes_supported: [...new Set(options.scopes)].sort(),
-        bearer_methods_supported: ['header'],
-        ...(options.resourceName === undefined ? {} : { resource_name: options.resourceName }),
-      },
-    };
     if (config.GATEHOUSE_OAUTH_JWKS_URL !== undefined) {
       // jose caches the key set and refetches it (rate-limited) when a token names an unknown
       // key id, which is how issuers rotate keys.
@@ -144,38 +186,7 @@ export async function createAuthenticator(
         clockTolerance: config.GATEHOUSE_OAUTH_CLOCK_SKEW_S,
         requiredClaims: ['exp', 'sub'],
       });
-      // The subject becomes the principal id in every audit record: a non-empty string of
-      // printable characters, or the token is refused.
-      if (
-        typeof payload.sub !== 'string' ||
-        !/^[^\p{C}]{1,256}$/u.test(payload.sub) ||
-        payload.sub.trim() === ''
-      ) {
-        return {
-          ok: false,
-          status: 401,
-          error: 'invalid_token',
-          description: 'the token has no usable subject (sub must be a non-empty string)',
-        };
-      }
-      const raw = payload.scope ?? payload.scp;
-      const scopes = Array.isArray(raw)
-        ? raw.filter((s): s is string => typeof s === 'string')
-        : typeof raw === 'string'
-          ? raw.split(' ').filter(Boolean)
-          : [];
-      return {
-        ok: true,
-        principal: {
-          id: payload.sub,
-          authMethod: 'oauth',
-          scopes,
-          credentialId:
-            typeof payload.jti === 'string'
-              ? payload.jti
-              : `sha256:${sha256Hex(token).slice(0, 16)}`,
-        },
-      };
+      return principalOf(payload, token);
     } catch (error) {
       return jwtFailure(error, jose.errors);
     }

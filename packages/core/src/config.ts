@@ -2,8 +2,9 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { loadSigner } from '@gatehouse/audit';
 import * as z from 'zod';
+import { closest, meantFor, secretValueProblem } from './config-hints.js';
 import { ConfigError } from './errors.js';
-import { registerSecretValues } from './secrets.js';
+import { MIN_SECRET_LENGTH, registerSecretValues } from './secrets.js';
 
 /**
  * Configuration (docs/configuration.md): one zod object whose keys are the environment variable names, so
@@ -17,6 +18,36 @@ const secretRegistry = z.registry<Record<string, never>>();
 /** Marks a config value as secret: it is never logged, echoed in errors or audited. */
 export function secret<T extends z.ZodType>(schema: T): T {
   secretRegistry.add(schema, {});
+  return schema;
+}
+
+/**
+ * A secret string whose problems can be told without repeating it: `explain` says what is wrong
+ * with a value (a Slack bot token starts `xoxb-`) in words that never contain the value.
+ */
+export function secretText(explain: (value: string) => string | undefined = () => undefined) {
+  return secret(
+    z
+      .string()
+      .min(1)
+      .superRefine((value, ctx) => {
+        const problem = explain(value);
+        // `safe`: the message never holds the value, so it passes the secret filter.
+        if (problem !== undefined)
+          ctx.addIssue({ code: 'custom', message: problem, params: { safe: true } });
+      }),
+  );
+}
+
+const upstreamRegistry = z.registry<Record<string, never>>();
+
+/**
+ * The base URL of an upstream service the server sends credentials to. Plain `http://` is
+ * refused for every host but loopback unless GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM is set.
+ */
+export function upstreamUrl() {
+  const schema = z.url({ protocol: /^https?$/ });
+  upstreamRegistry.add(schema, {});
   return schema;
 }
 
@@ -142,8 +173,7 @@ export const baseConfigShape = {
     .min(1)
     .optional()
     .describe('Audience (`aud`) tokens must carry (default: GATEHOUSE_PUBLIC_URL).'),
-  GATEHOUSE_OAUTH_JWKS_URL: z
-    .url()
+  GATEHOUSE_OAUTH_JWKS_URL: upstreamUrl()
     .optional()
     .describe("The issuer's JWKS URL (cached, refetched for unknown key ids)."),
   GATEHOUSE_OAUTH_PUBLIC_KEY: z
@@ -193,6 +223,11 @@ export const baseConfigShape = {
     .default(64)
     .describe(
       'Calls (and HTTP requests) the process runs at once; beyond it calls get a retry hint, HTTP gets 429.',
+    ),
+  GATEHOUSE_MAX_SUBSCRIPTIONS: envInt(1, 100_000)
+    .default(64)
+    .describe(
+      'Subscription streams (subscriptions/listen) open at once; beyond it, 429. They do not count against GATEHOUSE_MAX_INFLIGHT.',
     ),
   GATEHOUSE_MAX_OUTPUT_BYTES: envInt(1024, 64 * 1024 * 1024)
     .default(256 * 1024)
@@ -261,6 +296,28 @@ export const baseConfigShape = {
     .describe(
       'When the record of a read (read tool, resource, prompt) is written: right after its answer is sent (default), or before it. Write tools are always recorded before their answer.',
     ),
+  GATEHOUSE_SECRET_VALUES: secret(
+    z.string().superRefine((text, ctx) => {
+      const short = secretLines(text)
+        .filter((l) => l.value.length < MIN_SECRET_LENGTH)
+        .map((l) => l.line);
+      if (short.length > 0)
+        ctx.addIssue({
+          code: 'custom',
+          message: `line ${short.join(', ')}: shorter than ${MIN_SECRET_LENGTH} characters, so it cannot be told apart from ordinary text`,
+          params: { safe: true },
+        });
+    }),
+  )
+    .optional()
+    .describe(
+      "The operator's own secrets, one value a line (# starts a comment), usually as GATEHOUSE_SECRET_VALUES_FILE: writes carrying one are refused, and each is replaced by [REDACTED:GATEHOUSE_SECRET_VALUES] in output, logs and audit records.",
+    ),
+  GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM: envBoolean
+    .default(false)
+    .describe(
+      'Allow plain http:// upstream URLs (GITHUB_API_URL, JIRA_URL, …) to hosts other than loopback: credentials would travel unencrypted. Logged and audited as a security override.',
+    ),
   GATEHOUSE_PRINCIPAL: z
     .string()
     .regex(/^[\w.@:-]{1,128}$/, 'expected 1-128 characters of letters, digits and . _ @ : -')
@@ -273,11 +330,32 @@ export const baseConfigSchema = z.object(baseConfigShape);
 /** The base configuration after parsing. */
 export type BaseConfig = z.output<typeof baseConfigSchema>;
 
+/** A check across variables, run when every variable it reads has parsed. */
+export interface ConfigCheck {
+  /** The variables it reads: a problem with one of them is reported already. */
+  reads: readonly string[];
+  /** Problems, each starting with the variable to fix. */
+  problems: (config: Readonly<Record<string, unknown>>) => string[];
+}
+
+/** What a server's schema adds to its keys (see {@link defineConfig}). */
+export interface ConfigExtras {
+  /** Checks across the server's variables (GitHub: a token or an app, not both). */
+  checks?: readonly ConfigCheck[];
+  /** Names other tools use for a variable (`GITHUB_TOKEN`: `GH_TOKEN`): said when it is missing. */
+  aliases?: Readonly<Record<string, readonly string[]>>;
+}
+
+const extrasOf = new WeakMap<z.ZodObject, ConfigExtras>();
+
 /** Builds a server's config schema from the base shape plus its own keys. */
 export function defineConfig<S extends z.ZodRawShape>(
   shape: S,
+  extras: ConfigExtras = {},
 ): z.ZodObject<typeof baseConfigShape & S> {
-  return z.object({ ...baseConfigShape, ...shape });
+  const schema = z.object({ ...baseConfigShape, ...shape });
+  extrasOf.set(schema, extras);
+  return schema;
 }
 
 /** True for addresses that only this machine can reach. */
@@ -303,23 +381,30 @@ function unwrap(schema: z.ZodType): z.ZodType {
 /** The keys of `schema` whose values are secret. */
 export function secretKeys(schema: z.ZodObject): string[] {
   return Object.entries(schema.shape)
-    .filter(([, field]) => isSecret(field as z.ZodType))
+    .filter(([, field]) => marked(field as z.ZodType, secretRegistry))
+    .map(([key]) => key);
+}
+
+/** The keys of `schema` that are upstream URLs ({@link upstreamUrl}). */
+export function upstreamKeys(schema: z.ZodObject): string[] {
+  return Object.entries(schema.shape)
+    .filter(([, field]) => marked(field as z.ZodType, upstreamRegistry))
     .map(([key]) => key);
 }
 
 /**
- * Whether a field was marked with `secret()`, through the wrappers and clones zod makes:
- * `.optional()`/`.default()` wrap it, and `.describe()`/`.meta()` clone it (the clone keeps a
- * `_zod.parent` link), so `secret(z.string()).describe('…')` still counts.
+ * Whether a field was marked in `registry` (by `secret()`, `upstreamUrl()`), through the wrappers
+ * and clones zod makes: `.optional()`/`.default()` wrap it, and `.describe()`/`.meta()` clone it
+ * (the clone keeps a `_zod.parent` link), so `secret(z.string()).describe('…')` still counts.
  */
-function isSecret(field: z.ZodType): boolean {
+function marked(field: z.ZodType, registry: z.core.$ZodRegistry<Record<string, never>>): boolean {
   const seen = new Set<z.ZodType>();
   const queue: z.ZodType[] = [field];
   while (queue.length > 0) {
     const s = queue.pop()!;
     if (seen.has(s)) continue;
     seen.add(s);
-    if (secretRegistry.has(s)) return true;
+    if (registry.has(s)) return true;
     const parent = s._zod.parent as z.ZodType | undefined;
     if (parent !== undefined) queue.push(parent);
     const inner = unwrap(s);
@@ -328,26 +413,29 @@ function isSecret(field: z.ZodType): boolean {
   return false;
 }
 
+/** The values of GATEHOUSE_SECRET_VALUES with their line numbers (blank lines and # comments skipped). */
+function secretLines(text: string): Array<{ line: number; value: string }> {
+  return text
+    .split(/\r?\n/)
+    .map((value, i) => ({ line: i + 1, value: value.trim() }))
+    .filter((l) => l.value !== '' && !l.value.startsWith('#'));
+}
+
 /** Options of {@link loadConfig}. */
 export interface LoadConfigOptions {
   /** Reads a `NAME_FILE` path; defaults to a UTF-8 file read. */
   readFile?: (path: string) => string;
 }
 
-/**
- * Parses configuration from an environment map. Every problem is collected and thrown at once
- * as a {@link ConfigError} whose lines start with the variable name. Empty values count as unset.
- */
-export function loadConfig<S extends z.ZodObject>(
-  schema: S,
+/** The raw values of a schema's keys, from `NAME` or the file `NAME_FILE` names. */
+function readInput(
+  keys: readonly string[],
   env: Readonly<Record<string, string | undefined>>,
-  options: LoadConfigOptions = {},
-): z.output<S> {
-  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
-  const secrets = new Set(secretKeys(schema));
+  readFile: (path: string) => string,
+): { input: Record<string, string>; problems: string[] } {
   const problems: string[] = [];
   const input: Record<string, string> = {};
-  for (const key of Object.keys(schema.shape)) {
+  for (const key of keys) {
     const direct = env[key];
     const filePath = env[`${key}_FILE`];
     if (filePath !== undefined && filePath !== '') {
@@ -365,119 +453,235 @@ export function loadConfig<S extends z.ZodObject>(
       input[key] = direct;
     }
   }
-  const result = schema.safeParse(input);
-  if (!result.success) {
-    for (const issue of result.error.issues) {
-      const key = String(issue.path[0] ?? '(config)');
-      // zod messages never contain the received value, but be explicit for secrets.
-      // A secret's problem is told only by a check that promises not to repeat the value.
-      const safe = (issue as { params?: { safe?: unknown } }).params?.safe === true;
-      const message =
-        input[key] === undefined && issue.code === 'invalid_type'
-          ? `required (set ${key} or ${key}_FILE)`
-          : secrets.has(key) && !safe
-            ? 'invalid value (hidden: secret)'
-            : issue.message;
-      problems.push(`${key}: ${message}`);
-    }
-  }
-  // Whatever happens next, the values of secrets never leave the process in clear.
-  registerSecretValues(Object.fromEntries([...secrets].map((key) => [key, input[key]])));
-  if (problems.length > 0) throw new ConfigError(problems);
-  const config = (result as { data: z.output<S> }).data;
-  const base = config as unknown as BaseConfig;
-  if (base.GATEHOUSE_TRANSPORT === 'http') {
-    const loopback = isLoopbackHost(base.GATEHOUSE_HOST);
-    if (!loopback && base.GATEHOUSE_AUTH.includes('none')) {
-      problems.push(
-        `GATEHOUSE_HOST: ${base.GATEHOUSE_HOST} is not a loopback address and GATEHOUSE_AUTH is none; an unauthenticated server may only listen on 127.0.0.1, ::1 or localhost`,
-      );
-    }
-    if (!loopback && base.GATEHOUSE_ALLOWED_HOSTS.length === 0) {
-      problems.push(
-        `GATEHOUSE_ALLOWED_HOSTS: required when GATEHOUSE_HOST (${base.GATEHOUSE_HOST}) is not a loopback address (DNS-rebinding protection)`,
-      );
-    }
-    for (const origin of base.GATEHOUSE_ALLOWED_ORIGINS) {
-      if (!/^https?:\/\/[^/\s]+$/.test(origin)) {
-        problems.push(
-          `GATEHOUSE_ALLOWED_ORIGINS: "${origin}" is not an origin (expected scheme://host[:port], no path)`,
-        );
-      }
-    }
-  }
-  const auth = base.GATEHOUSE_AUTH;
-  if (auth.includes('none') && auth.length > 1) {
-    problems.push('GATEHOUSE_AUTH: none cannot be combined with another method');
-  }
-  if (auth.includes('api_key')) {
-    if (base.GATEHOUSE_API_KEYS === undefined) {
-      problems.push('GATEHOUSE_API_KEYS: required when GATEHOUSE_AUTH includes api_key');
-    } else {
-      problems.push(...apiKeyProblems(base.GATEHOUSE_API_KEYS));
-    }
-  }
-  if (auth.includes('oauth')) {
-    if (base.GATEHOUSE_OAUTH_ISSUER === undefined) {
-      problems.push('GATEHOUSE_OAUTH_ISSUER: required when GATEHOUSE_AUTH includes oauth');
-    }
-    if (base.GATEHOUSE_PUBLIC_URL === undefined) {
-      problems.push(
-        'GATEHOUSE_PUBLIC_URL: required when GATEHOUSE_AUTH includes oauth (it is the audience and the protected resource)',
-      );
-    }
-    if (
-      (base.GATEHOUSE_OAUTH_JWKS_URL === undefined) ===
-      (base.GATEHOUSE_OAUTH_PUBLIC_KEY === undefined)
-    ) {
-      problems.push(
-        'GATEHOUSE_OAUTH_JWKS_URL: set exactly one of GATEHOUSE_OAUTH_JWKS_URL and GATEHOUSE_OAUTH_PUBLIC_KEY',
-      );
-    }
-  }
-  const sinks = base.GATEHOUSE_AUDIT_SINKS;
-  if (sinks.includes('file') && base.GATEHOUSE_AUDIT_FILE === undefined) {
-    problems.push('GATEHOUSE_AUDIT_FILE: required when GATEHOUSE_AUDIT_SINKS includes file');
-  }
-  if (base.GATEHOUSE_AUDIT_FILE !== undefined && !sinks.includes('file')) {
-    problems.push(
-      'GATEHOUSE_AUDIT_SINKS: add file to write to GATEHOUSE_AUDIT_FILE (it is set but unused)',
-    );
-  }
-  if (sinks.includes('stdout') && base.GATEHOUSE_TRANSPORT === 'stdio') {
-    problems.push(
-      'GATEHOUSE_AUDIT_SINKS: stdout carries the protocol on the stdio transport; use stderr or file',
-    );
-  }
-  if (base.GATEHOUSE_AUDIT_SIGNING_KEY !== undefined) {
-    try {
-      loadSigner(base.GATEHOUSE_AUDIT_SIGNING_KEY);
-    } catch {
-      problems.push(
-        'GATEHOUSE_AUDIT_SIGNING_KEY: not an Ed25519 private key in PKCS#8 PEM form (hidden: secret)',
-      );
-    }
-  }
-  if (problems.length > 0) throw new ConfigError(problems);
-  return config;
+  return { input, problems };
 }
 
-/** Edit distance between two names (insertions, deletions, substitutions). */
-function distance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      current[j] = Math.min(
-        previous[j]! + 1,
-        current[j - 1]! + 1,
-        previous[j - 1]! + (a[i - 1] === b[j - 1] ? 0 : 1),
+/** The problem lines of one variable that did not parse; a secret's never repeat its value. */
+function fieldProblems(
+  key: string,
+  error: z.ZodError,
+  given: boolean,
+  isSecret: boolean,
+): string[] {
+  return error.issues.map((issue) => {
+    if (!given && issue.code === 'invalid_type')
+      return `${key}: required (set ${key} or ${key}_FILE)`;
+    // zod messages never contain the received value, but be explicit for secrets: a secret's
+    // problem is told only by a check that promises not to repeat the value.
+    const safe = (issue as { params?: { safe?: unknown } }).params?.safe === true;
+    return `${key}: ${isSecret && !safe ? 'invalid value (hidden: secret)' : issue.message}`;
+  });
+}
+
+/** Plain http:// upstream URLs to hosts other than loopback, by variable. */
+export function plainHttpUpstreams(
+  schema: z.ZodObject,
+  config: Readonly<Record<string, unknown>>,
+): Array<{ variable: string; host: string }> {
+  return upstreamKeys(schema).flatMap((variable) => {
+    const value = config[variable];
+    if (typeof value !== 'string') return [];
+    const url = new URL(value);
+    return url.protocol === 'http:' && !isLoopbackHost(url.hostname)
+      ? [{ variable, host: url.hostname }]
+      : [];
+  });
+}
+
+/**
+ * Parses configuration from an environment map. Every problem is collected and thrown at once
+ * as a {@link ConfigError} whose lines start with the variable name: each variable is parsed on
+ * its own, then every check across variables whose variables all parsed — so fixing one problem
+ * never reveals the next. Empty values count as unset.
+ */
+export function loadConfig<S extends z.ZodObject>(
+  schema: S,
+  env: Readonly<Record<string, string | undefined>>,
+  options: LoadConfigOptions = {},
+): z.output<S> {
+  const readFile = options.readFile ?? ((path: string) => readFileSync(path, 'utf8'));
+  const keys = Object.keys(schema.shape);
+  const secrets = new Set(secretKeys(schema));
+  const { input, problems } = readInput(keys, env, readFile);
+  // Whatever happens next, the values of secrets never leave the process in clear.
+  registerSecretValues({
+    ...Object.fromEntries([...secrets].map((key) => [key, input[key]])),
+    // The operator's list: each line a value of its own.
+    GATEHOUSE_SECRET_VALUES: secretLines(input.GATEHOUSE_SECRET_VALUES ?? '').map((l) => l.value),
+  });
+
+  const parsed: Record<string, unknown> = {};
+  const failed = new Set<string>();
+  for (const key of keys) {
+    // A secret pasted with its wrapping or left a placeholder: said first, in its own words.
+    const value = input[key];
+    const wrapped =
+      secrets.has(key) && value !== undefined && key !== 'GATEHOUSE_SECRET_VALUES'
+        ? secretValueProblem(value)
+        : undefined;
+    const result = (schema.shape[key] as z.ZodType).safeParse(value);
+    if (wrapped === undefined && result.success) parsed[key] = result.data;
+    else {
+      failed.add(key);
+      problems.push(
+        ...(wrapped !== undefined
+          ? [`${key}: ${wrapped}`]
+          : fieldProblems(key, result.error!, value !== undefined, secrets.has(key))),
       );
     }
-    previous = current;
   }
-  return previous[b.length]!;
+  const extras = extrasOf.get(schema) ?? {};
+  for (const check of [...BASE_CHECKS, ...(extras.checks ?? [])]) {
+    if (check.reads.some((key) => failed.has(key) || !keys.includes(key))) continue;
+    problems.push(...check.problems(parsed));
+  }
+  if (
+    !failed.has('GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM') &&
+    parsed.GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM !== true
+  ) {
+    for (const { variable, host } of plainHttpUpstreams(schema, parsed)) {
+      problems.push(
+        `${variable}: plain http:// to ${host} would carry the credentials unencrypted; use https:// (or set GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM=true on a network you trust; loopback is always allowed)`,
+      );
+    }
+  }
+  if (problems.length > 0) throw new ConfigError(withSuggestions(problems, keys, env, extras));
+  return parsed as z.output<S>;
 }
+
+/** Problems that say a variable is required, with the variables set that were probably meant. */
+function withSuggestions(
+  problems: readonly string[],
+  keys: readonly string[],
+  env: Readonly<Record<string, string | undefined>>,
+  extras: ConfigExtras,
+): string[] {
+  const known = new Set(keys.flatMap((k) => [k, `${k}_FILE`]));
+  return problems.map((problem) => {
+    const match = /^([A-Z][A-Z0-9_]*): required\b/.exec(problem);
+    if (match === null) return problem;
+    const key = match[1]!;
+    const meant = meantFor(key, env, known, extras.aliases?.[key] ?? []);
+    return meant.length === 0
+      ? problem
+      : `${problem}; ${meant.join(' and ')} ${meant.length === 1 ? 'is' : 'are'} set: did you mean ${key}?`;
+  });
+}
+
+/** The checks across the core's own variables. */
+const BASE_CHECKS: readonly ConfigCheck[] = [
+  {
+    reads: ['GATEHOUSE_TRANSPORT', 'GATEHOUSE_HOST', 'GATEHOUSE_AUTH', 'GATEHOUSE_ALLOWED_HOSTS'],
+    problems: (config) => {
+      const c = config as unknown as BaseConfig;
+      if (c.GATEHOUSE_TRANSPORT !== 'http' || isLoopbackHost(c.GATEHOUSE_HOST)) return [];
+      return [
+        ...(c.GATEHOUSE_AUTH.includes('none')
+          ? [
+              `GATEHOUSE_HOST: ${c.GATEHOUSE_HOST} is not a loopback address and GATEHOUSE_AUTH is none; an unauthenticated server may only listen on 127.0.0.1, ::1 or localhost`,
+            ]
+          : []),
+        ...(c.GATEHOUSE_ALLOWED_HOSTS.length === 0
+          ? [
+              `GATEHOUSE_ALLOWED_HOSTS: required when GATEHOUSE_HOST (${c.GATEHOUSE_HOST}) is not a loopback address (DNS-rebinding protection)`,
+            ]
+          : []),
+      ];
+    },
+  },
+  {
+    reads: ['GATEHOUSE_TRANSPORT', 'GATEHOUSE_ALLOWED_ORIGINS'],
+    problems: (config) => {
+      const c = config as unknown as BaseConfig;
+      if (c.GATEHOUSE_TRANSPORT !== 'http') return [];
+      return c.GATEHOUSE_ALLOWED_ORIGINS.filter((o) => !/^https?:\/\/[^/\s]+$/.test(o)).map(
+        (origin) =>
+          `GATEHOUSE_ALLOWED_ORIGINS: "${origin}" is not an origin (expected scheme://host[:port], no path)`,
+      );
+    },
+  },
+  {
+    reads: ['GATEHOUSE_AUTH', 'GATEHOUSE_API_KEYS'],
+    problems: (config) => {
+      const c = config as unknown as BaseConfig;
+      const auth = c.GATEHOUSE_AUTH;
+      const problems =
+        auth.includes('none') && auth.length > 1
+          ? ['GATEHOUSE_AUTH: none cannot be combined with another method']
+          : [];
+      if (!auth.includes('api_key')) return problems;
+      if (c.GATEHOUSE_API_KEYS === undefined)
+        return [...problems, 'GATEHOUSE_API_KEYS: required when GATEHOUSE_AUTH includes api_key'];
+      return [...problems, ...apiKeyProblems(c.GATEHOUSE_API_KEYS)];
+    },
+  },
+  {
+    reads: [
+      'GATEHOUSE_AUTH',
+      'GATEHOUSE_OAUTH_ISSUER',
+      'GATEHOUSE_PUBLIC_URL',
+      'GATEHOUSE_OAUTH_JWKS_URL',
+      'GATEHOUSE_OAUTH_PUBLIC_KEY',
+    ],
+    problems: (config) => {
+      const c = config as unknown as BaseConfig;
+      if (!c.GATEHOUSE_AUTH.includes('oauth')) return [];
+      return [
+        ...(c.GATEHOUSE_OAUTH_ISSUER === undefined
+          ? ['GATEHOUSE_OAUTH_ISSUER: required when GATEHOUSE_AUTH includes oauth']
+          : []),
+        ...(c.GATEHOUSE_PUBLIC_URL === undefined
+          ? [
+              'GATEHOUSE_PUBLIC_URL: required when GATEHOUSE_AUTH includes oauth (it is the audience and the protected resource)',
+            ]
+          : []),
+        ...((c.GATEHOUSE_OAUTH_JWKS_URL === undefined) ===
+        (c.GATEHOUSE_OAUTH_PUBLIC_KEY === undefined)
+          ? [
+              'GATEHOUSE_OAUTH_JWKS_URL: set exactly one of GATEHOUSE_OAUTH_JWKS_URL and GATEHOUSE_OAUTH_PUBLIC_KEY',
+            ]
+          : []),
+      ];
+    },
+  },
+  {
+    reads: ['GATEHOUSE_TRANSPORT', 'GATEHOUSE_AUDIT_SINKS', 'GATEHOUSE_AUDIT_FILE'],
+    problems: (config) => {
+      const c = config as unknown as BaseConfig;
+      const sinks = c.GATEHOUSE_AUDIT_SINKS;
+      return [
+        ...(sinks.includes('file') && c.GATEHOUSE_AUDIT_FILE === undefined
+          ? ['GATEHOUSE_AUDIT_FILE: required when GATEHOUSE_AUDIT_SINKS includes file']
+          : []),
+        ...(c.GATEHOUSE_AUDIT_FILE !== undefined && !sinks.includes('file')
+          ? [
+              'GATEHOUSE_AUDIT_SINKS: add file to write to GATEHOUSE_AUDIT_FILE (it is set but unused)',
+            ]
+          : []),
+        ...(sinks.includes('stdout') && c.GATEHOUSE_TRANSPORT === 'stdio'
+          ? [
+              'GATEHOUSE_AUDIT_SINKS: stdout carries the protocol on the stdio transport; use stderr or file',
+            ]
+          : []),
+      ];
+    },
+  },
+  {
+    reads: ['GATEHOUSE_AUDIT_SIGNING_KEY'],
+    problems: (config) => {
+      const key = (config as unknown as BaseConfig).GATEHOUSE_AUDIT_SIGNING_KEY;
+      if (key === undefined) return [];
+      try {
+        loadSigner(key);
+        return [];
+      } catch {
+        return [
+          'GATEHOUSE_AUDIT_SIGNING_KEY: not an Ed25519 private key in PKCS#8 PEM form (hidden: secret)',
+        ];
+      }
+    },
+  },
+];
 
 /**
  * Variables other software sets under the same prefixes (GitHub Actions, the postgres image):
@@ -487,10 +691,10 @@ const FOREIGN_VARIABLES =
   /^(?:GITHUB_(?:ACTIONS?|ACTION_\w+|ACTOR(?:_ID)?|API_URL_\w+|BASE_REF|ENV|EVENT_\w+|GRAPHQL_URL|HEAD_REF|JOB|OUTPUT|PATH|REF(?:_\w+)?|REPOSITORY(?:_\w+)?|RETENTION_DAYS|RUN_\w+|SERVER_URL|SHA|STATE|STEP_SUMMARY|TRIGGERING_ACTOR|WORKFLOW(?:_\w+)?|WORKSPACE)|POSTGRES_(?:PASSWORD|USER|DB|INITDB_\w+|HOST_AUTH_METHOD)(?:_FILE)?)$/;
 
 /**
- * Variables that look meant for this server but that it does not know — `GATEHOUSE_*` and the
- * prefixes of its own keys (`POSTGRES_*`) — each with the closest known name when one is near:
- * a misspelling (`POSTGRES_MASK_COLUMN`) would otherwise be ignored without a word, and with it
- * the protection the operator asked for.
+ * Variables that look meant for this server but that it does not know — `GATEHOUSE_*`, the
+ * prefixes of its own keys (`POSTGRES_*`) and the aliases it declares (`GH_TOKEN`) — each with
+ * the known name it was probably meant as: a misspelling (`POSTGRES_MASK_COLUMN`) would
+ * otherwise be ignored without a word, and with it the protection the operator asked for.
  */
 export function unknownVariables(
   schema: z.ZodObject,
@@ -499,21 +703,26 @@ export function unknownVariables(
   const known = Object.keys(schema.shape);
   const prefixes = new Set(known.map((k) => `${k.split('_')[0]!}_`));
   const accepted = new Set(known.flatMap((k) => [k, `${k}_FILE`]));
+  const aliasOf = new Map(
+    Object.entries(extrasOf.get(schema)?.aliases ?? {}).flatMap(([key, names]) =>
+      names.map((name) => [name, key] as const),
+    ),
+  );
   const unknown: Array<{ name: string; suggestion?: string }> = [];
   for (const name of Object.keys(env).sort()) {
-    if (accepted.has(name) || ![...prefixes].some((p) => name.startsWith(p))) continue;
-    if (FOREIGN_VARIABLES.test(name)) continue;
     const bare = name.replace(/_FILE$/, '');
-    let best: { key: string; d: number } | undefined;
-    for (const key of known) {
-      const d = distance(bare, key);
-      if (best === undefined || d < best.d) best = { key, d };
-    }
-    const near = best !== undefined && best.d <= Math.max(2, Math.floor(best.key.length / 4));
+    const alias = aliasOf.get(bare);
+    if (accepted.has(name)) continue;
+    if (
+      alias === undefined &&
+      (![...prefixes].some((p) => name.startsWith(p)) || FOREIGN_VARIABLES.test(name))
+    )
+      continue;
+    const key = alias ?? closest(bare, known);
     unknown.push(
-      near
-        ? { name, suggestion: name.endsWith('_FILE') ? `${best!.key}_FILE` : best!.key }
-        : { name },
+      key === undefined
+        ? { name }
+        : { name, suggestion: name.endsWith('_FILE') ? `${key}_FILE` : key },
     );
   }
   return unknown;

@@ -371,24 +371,40 @@ export function scopesHeld(
   };
 }
 
+/** A count of open requests of one kind, against its cap. */
+export interface Slots {
+  readonly count: number;
+  /** Takes a slot until `res` closes. */
+  enter(res: ServerResponse): void;
+}
+
 /**
- * The global in-flight cap (429). A subscriptions/listen stream lives until the client leaves;
- * it neither holds up a drain nor takes a slot. Decided from the body, not Mcp-Method.
+ * The global caps (429). A subscriptions/listen stream lives until the client leaves: it takes
+ * a slot of its own cap, not of the in-flight one, and does not hold up a drain. Decided from
+ * the body, not Mcp-Method: a body with anything else in it is in flight.
  */
 export function underInflightCap(
   max: number,
-  counter: { readonly count: number; enter(res: ServerResponse): void },
+  inflight: Slots,
+  subscriptions: { max: number; slots: Slots },
 ): Guard {
   return ({ requests, res }) => {
-    if (!requests.some((r) => r.method !== 'subscriptions/listen')) return undefined;
-    if (counter.count >= max) {
+    // Notifications and responses only: answered at once (202), nothing to count.
+    if (requests.length === 0) return undefined;
+    const stream = requests.every((r) => r.method === 'subscriptions/listen');
+    const [cap, slots] = stream ? [subscriptions.max, subscriptions.slots] : [max, inflight];
+    if (slots.count >= cap) {
       return {
         status: 429,
-        body: rpcError('Too Many Requests: the server is at capacity'),
+        body: rpcError(
+          stream
+            ? 'Too Many Requests: the server holds as many subscription streams as it may'
+            : 'Too Many Requests: the server is at capacity',
+        ),
         headers: { 'retry-after': '1' },
       };
     }
-    counter.enter(res);
+    slots.enter(res);
     return undefined;
   };
 }

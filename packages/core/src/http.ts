@@ -20,7 +20,7 @@ import {
   sendJson,
   underInflightCap,
 } from './http-guards.js';
-import type { Guard, GuardedRequest } from './http-guards.js';
+import type { Guard, GuardedRequest, Slots } from './http-guards.js';
 import { ANONYMOUS } from './principal.js';
 import { traceHttpRequest } from './tracing.js';
 import type { Principal } from './principal.js';
@@ -69,6 +69,8 @@ export interface HttpServerOptions {
   onRequestDone?: (method: string, route: string, status: number, seconds: number) => void;
   /** MCP requests served at once; beyond it, 429 with Retry-After. */
   maxInflight?: number;
+  /** Subscription streams (subscriptions/listen) open at once; beyond it, 429. */
+  maxSubscriptions?: number;
   /** Audits a refused authentication (never with the credential). */
   onAuthFailure?: (outcome: Extract<AuthOutcome, { ok: false }>, peer: Peer) => void;
   /** Audits a request refused for a missing scope. */
@@ -88,6 +90,8 @@ export interface RunningHttpServer {
   readonly server: HttpServer;
   /** MCP requests being answered now (long-lived subscription streams excluded). */
   readonly inflight: number;
+  /** Subscription streams open now. */
+  readonly subscriptions: number;
   /**
    * Graceful shutdown: readiness fails at once, new MCP requests get 503, in-flight requests
    * may finish until `drainMs` passes. Resolves true when everything finished in time.
@@ -98,60 +102,100 @@ export interface RunningHttpServer {
 
 export { originAllowed } from './http-guards.js';
 
-/**
- * Serves a server factory over Streamable HTTP, stateless: every request gets a fresh SDK server
- * (`createMcpHandler`), so any replica can answer any request. In front of the SDK handler: Host
- * and Origin validation (DNS rebinding, 403), a body limit (413), readiness/liveness endpoints,
- * and a drain on shutdown. The SDK answers 405/406/415 and JSON-RPC framing errors itself.
- */
-export async function startHttpServer(
-  factory: McpServerFactory,
+/** Open requests of one kind, and a wait for none to be left. */
+class Counter implements Slots {
+  count = 0;
+  #idle: (() => void) | undefined;
+  enter(res: ServerResponse): void {
+    this.count++;
+    res.once('close', () => {
+      this.count--;
+      if (this.count === 0) this.#idle?.();
+    });
+  }
+  /** Resolves true when none is open, false when `ms` pass first. */
+  idle(ms: number): Promise<boolean> {
+    if (this.count === 0) return Promise.resolve(true);
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      this.#idle = () => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+    });
+  }
+}
+
+/** The metrics route of a request path: mcp, healthz, readyz, metadata or other. */
+function routeOf(path: string, options: HttpServerOptions): string {
+  if (path === options.path) return 'mcp';
+  if (path === '/healthz' || path === '/readyz') return path.slice(1);
+  return options.authenticator?.metadata?.paths.includes(path) ? 'metadata' : 'other';
+}
+
+/** Answers a probe (GET or HEAD only); a probe that throws answers 503. */
+function probe(
+  req: IncomingMessage,
+  res: ServerResponse,
+  logger: Logger,
+  run: () => void | Promise<void>,
+): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    sendJson(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' });
+    return;
+  }
+  void Promise.resolve(run()).catch((error: unknown) => {
+    logger.error({ err: error }, 'probe failed');
+    if (!res.headersSent) sendJson(res, 503, { status: 'error' });
+  });
+}
+
+/** Everything beside the MCP endpoint: metadata, liveness, readiness, 404. */
+function serveOther(
+  req: IncomingMessage,
+  res: ServerResponse,
+  pathname: string,
   options: HttpServerOptions,
-): Promise<RunningHttpServer> {
+  draining: () => boolean,
+): void {
   const { logger } = options;
-  const loopback = isLoopbackHost(options.host);
-  const allowedHosts =
-    options.allowedHosts.length > 0 ? [...options.allowedHosts] : localhostAllowedHostnames();
-  // Loaded here, not at import: a stdio server never pays for the HTTP adapter.
-  const { toNodeHandler } = await import('@modelcontextprotocol/node');
-  const handler = createMcpHandler(factory, {
-    maxRequestBodySize: options.maxBodyBytes,
-    onerror: (error) => logger.debug({ err: error }, 'mcp request rejected'),
-  });
-  const nodeHandler = toNodeHandler(handler, {
-    maxRequestBodySize: options.maxBodyBytes,
-    onerror: (error) => logger.warn({ err: error }, 'mcp handler error'),
-  });
-  let draining = false;
-  let inflight = 0;
-  let idleWaiter: (() => void) | undefined;
+  const metadata = options.authenticator?.metadata;
+  if (metadata?.paths.includes(pathname)) {
+    probe(req, res, logger, () =>
+      sendJson(res, 200, metadata.document, {
+        'access-control-allow-origin': '*',
+        'cache-control': 'max-age=3600',
+      }),
+    );
+  } else if (pathname === '/healthz') {
+    probe(req, res, logger, () => sendJson(res, 200, { status: 'ok' }));
+  } else if (pathname === '/readyz') {
+    probe(req, res, logger, async () => {
+      if (draining()) {
+        sendJson(res, 503, { status: 'draining' });
+        return;
+      }
+      const result = options.ready ? await options.ready() : { ready: true };
+      sendJson(res, result.ready ? 200 : 503, {
+        status: result.ready ? 'ready' : 'not_ready',
+        ...(result.detail === undefined ? {} : { detail: result.detail }),
+      });
+    });
+  } else {
+    sendJson(res, 404, { error: 'not found', endpoint: options.path });
+  }
+}
 
-  /** The guards every MCP request passes, in order; the first refusal answers it. */
-  const guards: readonly Guard[] = [
-    onlyTransportMethods,
-    headersAppearOnce,
-    framingIsSound,
-    hostAndOriginAreOurs(allowedHosts, options.allowedOrigins, loopback, logger),
-    declaredBodyFits(options.maxBodyBytes),
-    notDraining(() => draining),
-    authenticate(options),
-    readJsonRpcBody(options.maxBodyBytes, logger),
-    scopesHeld(options),
-    underInflightCap(options.maxInflight ?? Number.POSITIVE_INFINITY, {
-      get count() {
-        return inflight;
-      },
-      enter(res) {
-        inflight++;
-        res.once('close', () => {
-          inflight--;
-          if (inflight === 0) idleWaiter?.();
-        });
-      },
-    }),
-  ];
-
-  const serveMcp = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+/** Runs every guard in order (the first refusal answers), then the SDK's handler. */
+function mcpEndpoint(
+  guards: readonly Guard[],
+  nodeHandler: (
+    req: IncomingMessage & { auth?: AuthInfo },
+    res: ServerResponse,
+    body: unknown,
+  ) => Promise<void>,
+): (req: IncomingMessage, res: ServerResponse) => Promise<void> {
+  return async (req, res) => {
     const call: GuardedRequest = {
       req,
       res,
@@ -178,25 +222,74 @@ export async function startHttpServer(
       scopes: [...principal.scopes],
       extra: { principal, sourceIp: peer.sourceIp },
     };
-    await nodeHandler(withAuth as Parameters<typeof nodeHandler>[0], res, call.body);
+    await nodeHandler(withAuth, res, call.body);
   };
+}
+
+/**
+ * Serves a server factory over Streamable HTTP, stateless: every request gets a fresh SDK server
+ * (`createMcpHandler`), so any replica can answer any request. In front of the SDK handler: Host
+ * and Origin validation (DNS rebinding, 403), a body limit (413), readiness/liveness endpoints,
+ * and a drain on shutdown. The SDK answers 405/406/415 and JSON-RPC framing errors itself.
+ */
+export async function startHttpServer(
+  factory: McpServerFactory,
+  options: HttpServerOptions,
+): Promise<RunningHttpServer> {
+  const { logger } = options;
+  const loopback = isLoopbackHost(options.host);
+  const allowedHosts =
+    options.allowedHosts.length > 0 ? [...options.allowedHosts] : localhostAllowedHostnames();
+  // Loaded here, not at import: a stdio server never pays for the HTTP adapter.
+  const { toNodeHandler } = await import('@modelcontextprotocol/node');
+  const handler = createMcpHandler(factory, {
+    maxRequestBodySize: options.maxBodyBytes,
+    // The SDK's own cap, behind ours (which answers 429 before any work is done).
+    ...(options.maxSubscriptions === undefined
+      ? {}
+      : { maxSubscriptions: options.maxSubscriptions }),
+    onerror: (error) => logger.debug({ err: error }, 'mcp request rejected'),
+  });
+  const nodeHandler = toNodeHandler(handler, {
+    maxRequestBodySize: options.maxBodyBytes,
+    onerror: (error) => logger.warn({ err: error }, 'mcp handler error'),
+  });
+  let draining = false;
+  const inflight = new Counter();
+  const subscriptions = new Counter();
+
+  /** The guards every MCP request passes, in order; the first refusal answers it. */
+  const guards: readonly Guard[] = [
+    onlyTransportMethods,
+    headersAppearOnce,
+    framingIsSound,
+    hostAndOriginAreOurs(allowedHosts, options.allowedOrigins, loopback, logger),
+    declaredBodyFits(options.maxBodyBytes),
+    notDraining(() => draining),
+    authenticate(options),
+    readJsonRpcBody(options.maxBodyBytes, logger),
+    scopesHeld(options),
+    underInflightCap(options.maxInflight ?? Number.POSITIVE_INFINITY, inflight, {
+      max: options.maxSubscriptions ?? Number.POSITIVE_INFINITY,
+      slots: subscriptions,
+    }),
+  ];
+  const serveMcp = mcpEndpoint(guards, (req, res, body) =>
+    nodeHandler(req as Parameters<typeof nodeHandler>[0], res, body),
+  );
 
   const server = createServer((req, res) => {
     if (options.onRequestDone !== undefined) {
       const done = options.onRequestDone;
       const started = process.hrtime.bigint();
       res.once('finish', () => {
-        const path = (req.url ?? '/').split('?')[0];
-        const route =
-          path === options.path
-            ? 'mcp'
-            : path === '/healthz' || path === '/readyz'
-              ? path.slice(1)
-              : options.authenticator?.metadata?.paths.includes(path ?? '')
-                ? 'metadata'
-                : 'other';
-        const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-        done(req.method ?? 'GET', route, res.statusCode, seconds);
+        const route = routeOf((req.url ?? '/').split('?')[0] ?? '/', options);
+        done(
+          req.method ?? 'GET',
+          route,
+          res.statusCode,
+          Number(process.hrtime.bigint() - started) / 1e9,
+        );
       });
     }
     let url: URL;
@@ -206,47 +299,15 @@ export async function startHttpServer(
       sendJson(res, 400, { error: 'bad request target' });
       return;
     }
-    const probe = (run: () => void | Promise<void>): void => {
-      if (req.method !== 'GET' && req.method !== 'HEAD') {
-        sendJson(res, 405, { error: 'method not allowed' }, { allow: 'GET, HEAD' });
-        return;
-      }
-      void Promise.resolve(run()).catch((error: unknown) => {
-        logger.error({ err: error }, 'probe failed');
-        if (!res.headersSent) sendJson(res, 503, { status: 'error' });
-      });
-    };
-    if (url.pathname === options.path) {
-      traceHttpRequest(req, res, options.path, () => serveMcp(req, res)).catch((error: unknown) => {
-        logger.error({ err: error }, 'unhandled error serving an MCP request');
-        if (!res.headersSent) sendJson(res, 500, rpcError('Internal Server Error'));
-        else res.destroy();
-      });
-    } else if (options.authenticator?.metadata?.paths.includes(url.pathname)) {
-      const document = options.authenticator.metadata.document;
-      probe(() =>
-        sendJson(res, 200, document, {
-          'access-control-allow-origin': '*',
-          'cache-control': 'max-age=3600',
-        }),
-      );
-    } else if (url.pathname === '/healthz') {
-      probe(() => sendJson(res, 200, { status: 'ok' }));
-    } else if (url.pathname === '/readyz') {
-      probe(async () => {
-        if (draining) {
-          sendJson(res, 503, { status: 'draining' });
-          return;
-        }
-        const result = options.ready ? await options.ready() : { ready: true };
-        sendJson(res, result.ready ? 200 : 503, {
-          status: result.ready ? 'ready' : 'not_ready',
-          ...(result.detail === undefined ? {} : { detail: result.detail }),
-        });
-      });
-    } else {
-      sendJson(res, 404, { error: 'not found', endpoint: options.path });
+    if (url.pathname !== options.path) {
+      serveOther(req, res, url.pathname, options, () => draining);
+      return;
     }
+    traceHttpRequest(req, res, options.path, () => serveMcp(req, res)).catch((error: unknown) => {
+      logger.error({ err: error }, 'unhandled error serving an MCP request');
+      if (!res.headersSent) sendJson(res, 500, rpcError('Internal Server Error'));
+      else res.destroy();
+    });
   });
   server.requestTimeout = 0; // tool calls have their own deadlines
   server.headersTimeout = options.headersTimeoutMs ?? 30_000;
@@ -269,23 +330,17 @@ export async function startHttpServer(
     url,
     server,
     get inflight() {
-      return inflight;
+      return inflight.count;
+    },
+    get subscriptions() {
+      return subscriptions.count;
     },
     async shutdown(drainMs, onDeadline) {
       // Keep listening while draining: /readyz answers 503 and new MCP requests get a 503 with
       // Retry-After (the client retries another replica) instead of a refused connection.
       draining = true;
       server.closeIdleConnections();
-      let drained = inflight === 0;
-      if (!drained) {
-        drained = await new Promise<boolean>((resolve) => {
-          const timer = setTimeout(() => resolve(false), drainMs);
-          idleWaiter = () => {
-            clearTimeout(timer);
-            resolve(true);
-          };
-        });
-      }
+      const drained = await inflight.idle(drainMs);
       if (!drained) {
         onDeadline?.();
         // Give aborted calls a moment to write their answers and audit records.

@@ -17,8 +17,10 @@ export {
   envList,
   loadConfig,
   secret,
+  secretText,
+  upstreamUrl,
 } from './config.js';
-export type { BaseConfig, LoadConfigOptions } from './config.js';
+export type { BaseConfig, ConfigCheck, ConfigExtras, LoadConfigOptions } from './config.js';
 export {
   READ_ONLY_ANNOTATIONS,
   definePrompt,

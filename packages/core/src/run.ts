@@ -1,4 +1,5 @@
 import { userInfo } from 'node:os';
+import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
 import type * as z from 'zod';
 import { fdSink, AuditLog } from '@gatehouse/audit';
@@ -10,13 +11,20 @@ import {
   openAuditLog,
   scopeDeniedEntry,
 } from './audit.js';
+import { scrubRecordText } from './audit.js';
 import type { AuditWriter } from './audit.js';
-import { loadConfig, redactConfig, secretKeys, unknownVariables } from './config.js';
+import {
+  loadConfig,
+  plainHttpUpstreams,
+  redactConfig,
+  secretKeys,
+  unknownVariables,
+} from './config.js';
 import { MIN_SECRET_LENGTH } from './secrets.js';
 import type { BaseConfig } from './config.js';
 import type { ReadyResult, ServerDefinition, ToolDefinition } from './define.js';
-import { ConfigError } from './errors.js';
-import type { RunningHttpServer } from './http.js';
+import { ConfigError, CredentialError } from './errors.js';
+import type { HttpServerOptions, RunningHttpServer } from './http.js';
 import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
 import { Limits, redisLimiterStore } from './limits.js';
@@ -110,60 +118,62 @@ export function createRuntime(
   };
 }
 
-/** Writes the `gatehouse/start_refused` record of a start that failed, then closes its chain. */
-function auditRefusedStart(
-  config: BaseConfig,
-  service: { name: string; version: string } | undefined,
-  error: unknown,
-  exitCode: number,
-): void {
-  const who = service ?? { name: 'gatehouse', version: 'unknown' };
-  let log: AuditLog;
-  try {
-    log = openAuditLog(config, who);
-  } catch {
-    log = new AuditLog({ sinks: [fdSink(2, 'stderr')], service: who });
+/**
+ * What the steps of {@link runServer} open, each closed once, the last opened first — the shape
+ * of Node 24's `AsyncDisposableStack`, which Node 22 (still supported) lacks.
+ */
+class Closers {
+  readonly #closers: Array<() => unknown> = [];
+  /** Registers `close` to run on {@link closeAll}. */
+  defer(close: () => unknown): void {
+    this.#closers.push(close);
   }
-  log.append(
-    lifecycleEntry(
-      'gatehouse/start_refused',
-      {
-        reason: auditMessage(
-          error instanceof ConfigError
-            ? error.problems.join('; ')
-            : error instanceof Error
-              ? `${error.name}: ${error.message}`
-              : String(error),
-        ),
-        exit_code: exitCode,
-      },
-      { outcome: 'failure' },
-    ),
-  );
-  log.close();
+  /** Runs every closer, last first; one that fails is reported and the rest still run. */
+  async closeAll(onError: (error: unknown) => void): Promise<void> {
+    for (let close = this.#closers.pop(); close !== undefined; close = this.#closers.pop()) {
+      try {
+        await close();
+      } catch (error) {
+        onError(error);
+      }
+    }
+  }
+}
+
+/** `fn` run at most once; later calls get the first call's promise. */
+function once(fn: (() => void | Promise<void>) | undefined): () => Promise<void> {
+  let done: Promise<void> | undefined;
+  return () => (done ??= Promise.resolve(fn?.()));
+}
+
+type Service = { name: string; version: string };
+const UNKNOWN_SERVICE: Service = { name: 'gatehouse', version: 'unknown' };
+
+/** What the operator must fix, as one "Invalid configuration" block; undefined for anything else. */
+function configProblem(error: unknown): ConfigError | undefined {
+  if (error instanceof ConfigError) return error;
+  if (error instanceof CredentialError)
+    return new ConfigError([`${error.variable}: ${error.message}`]);
+  return undefined;
 }
 
 /**
- * The whole life of a server process: config → definition → transport → signals. Bad config
- * is reported at once on stderr, with every problem under its variable name, and the process
- * exits with code 2 before anything listens. SIGTERM/SIGINT drain and exit 0.
+ * Step 1: the configuration. Every problem at once, under its variable, on stderr; the refusal
+ * is an audit event too, and its sink cannot come from the refused config: stderr.
  */
-export async function runServer<S extends z.ZodObject>(
+function configure<S extends z.ZodObject>(
   options: RunServerOptions<S>,
-): Promise<RunningServer | undefined> {
-  // The one place that reads the process environment (docs/configuration.md).
-  // eslint-disable-next-line no-restricted-syntax
-  const env = options.env ?? process.env;
-  let config: z.output<S>;
+  env: Readonly<Record<string, string | undefined>>,
+): z.output<S> | undefined {
   try {
-    config = loadConfig(options.schema, env);
+    return loadConfig(options.schema, env);
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     process.stderr.write(`${error.message}\n`);
-    // The refusal is an audit event too; its sink cannot come from the refused config: stderr.
     const refusal = new AuditLog({
       sinks: [fdSink(2, 'stderr')],
-      service: options.service ?? { name: 'gatehouse', version: 'unknown' },
+      service: options.service ?? UNKNOWN_SERVICE,
+      scrub: scrubRecordText,
     });
     refusal.append(
       lifecycleEntry(
@@ -176,19 +186,22 @@ export async function runServer<S extends z.ZodObject>(
     process.exitCode = EXIT.config;
     return undefined;
   }
-  const base = config as unknown as BaseConfig;
-  const logger = createLogger({
-    level: base.GATEHOUSE_LOG_LEVEL,
-    redact: secretKeys(options.schema).map((k) => `config.${k}`),
-  });
-  // Configuration that parses but is probably not what the operator meant: said at once.
-  for (const { name, suggestion } of unknownVariables(options.schema, env)) {
+}
+
+/** Configuration that parses but is probably not what the operator meant: said at once. */
+function warnAboutConfig(
+  schema: z.ZodObject,
+  env: Readonly<Record<string, string | undefined>>,
+  config: object,
+  logger: Logger,
+): void {
+  for (const { name, suggestion } of unknownVariables(schema, env)) {
     logger.warn(
       { variable: name, ...(suggestion === undefined ? {} : { suggestion }) },
       `unknown variable ${name} is ignored${suggestion === undefined ? '' : `: did you mean ${suggestion}?`}`,
     );
   }
-  for (const key of secretKeys(options.schema)) {
+  for (const key of secretKeys(schema)) {
     const value = (config as Record<string, unknown>)[key];
     if (typeof value === 'string' && value.length < MIN_SECRET_LENGTH) {
       logger.warn(
@@ -197,116 +210,153 @@ export async function runServer<S extends z.ZodObject>(
       );
     }
   }
+}
 
-  let definition: ServerDefinition;
-  let readiness: Readiness;
-  try {
-    definition = await options.create(config, { logger });
-    readiness = await checkAtStart(definition, logger);
-  } catch (error) {
-    // A configuration problem found while starting (e.g. credentials that are too powerful)
-    // reads like any other: plain text under the variable's name, then the structured log.
-    if (error instanceof ConfigError) process.stderr.write(`${error.message}\n`);
-    logger.fatal({ err: error }, 'server could not start');
-    process.exitCode = error instanceof ConfigError ? EXIT.config : EXIT.failure;
-    // A refused start (a role that can write, a rejected credential, a wrong password) is an
-    // audit event like a refused configuration, in the trail the operator configured.
-    auditRefusedStart(base, options.service, error, process.exitCode);
-    return undefined;
-  }
-  const unknown = unknownToolNames(base, definition.tools);
-  if (unknown.length > 0) {
-    process.stderr.write(`${new ConfigError(unknown).message}\n`);
-    await definition.close?.();
-    process.exitCode = EXIT.config;
-    return undefined;
-  }
-
-  const log = logger.child({ service: { name: definition.name, version: definition.version } });
-  let audit: AuditLog;
-  try {
-    audit = openAuditLog(base, { name: definition.name, version: definition.version });
-  } catch (error) {
-    log.fatal({ err: error }, 'the audit trail could not be opened');
-    await definition.close?.();
-    process.exitCode = EXIT.failure;
-    return undefined;
-  }
-  const inflight = new InflightTracker();
-  // Rate limits shared by the replicas (Redis): each up/down transition is logged and audited.
-  const limiterStore =
-    base.GATEHOUSE_REDIS_URL === undefined
-      ? undefined
-      : await redisLimiterStore(base.GATEHOUSE_REDIS_URL, definition.name, (up, detail) => {
-          const fallback = base.GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE;
-          if (up) log.info('rate-limit store (redis) connected: limits are shared by the replicas');
-          else
-            log.error(
-              { detail, fallback },
-              fallback === 'closed'
-                ? 'rate-limit store (redis) unreachable: refusing calls until it is back'
-                : 'rate-limit store (redis) unreachable: limiting per replica until it is back',
-            );
-          audit.append(
-            lifecycleEntry(
-              'gatehouse/rate_limit_store',
-              { store: 'redis', state: up ? 'up' : 'down', fallback, detail: auditMessage(detail) },
-              up ? {} : { outcome: 'failure' },
-            ),
-          );
-        });
-  // Prometheus metrics on their own port, loaded only when asked for.
-  let metrics: Metrics | undefined;
-  let metricsListener: { url: URL; close(): void } | undefined;
-  if (base.GATEHOUSE_METRICS_PORT !== undefined) {
-    const { Metrics: MetricsClass, serveMetrics } = await import('./metrics.js');
-    metrics = new MetricsClass({
-      service: { name: definition.name, version: definition.version },
-      inflight: () => inflight.count,
-      auditSinks: () =>
-        auditSinkNames(base).map((name) => ({
-          name,
-          up: ![...audit.failures.keys()].some((failed) => failed.startsWith(name)),
-        })),
-      ...(limiterStore === undefined ? {} : { rateLimitStoreUp: () => limiterStore.healthy() }),
-    });
+/**
+ * A start that went no further: a configuration or credential problem is one "Invalid
+ * configuration" block on stderr and exit 2; anything else is logged with its error, exit 1.
+ * Either is a `gatehouse/start_refused` record, in the trail the operator configured.
+ */
+function refuseStart(
+  error: unknown,
+  base: BaseConfig,
+  service: Service,
+  logger: Logger,
+  audit: AuditLog | undefined,
+): void {
+  const problem = configProblem(error);
+  if (problem !== undefined) process.stderr.write(`${problem.message}\n`);
+  else logger.fatal({ err: error }, 'server could not start');
+  process.exitCode = problem === undefined ? EXIT.failure : EXIT.config;
+  let log = audit;
+  if (log === undefined) {
     try {
-      metricsListener = await serveMetrics(
-        metrics,
-        base.GATEHOUSE_METRICS_HOST ?? base.GATEHOUSE_HOST,
-        base.GATEHOUSE_METRICS_PORT,
-      );
-    } catch (error) {
-      log.fatal({ err: error }, 'could not listen for metrics');
-      await definition.close?.();
-      await limiterStore?.close();
-      process.exitCode = EXIT.failure;
-      return undefined;
+      log = openAuditLog(base, service);
+    } catch {
+      log = new AuditLog({ sinks: [fdSink(2, 'stderr')], service, scrub: scrubRecordText });
     }
   }
-  // Traces from the standard OTEL_* variables (off unless OTEL_TRACES_EXPORTER names one).
-  let stopTracing: (() => Promise<void>) | undefined;
+  const reason =
+    problem !== undefined
+      ? problem.problems.join('; ')
+      : error instanceof Error
+        ? `${error.name}: ${error.message}`
+        : String(error);
+  log.append(
+    lifecycleEntry(
+      'gatehouse/start_refused',
+      { reason: auditMessage(reason), exit_code: process.exitCode },
+      { outcome: 'failure' },
+    ),
+  );
+  log.close();
+}
+
+/** Step 2: the server's definition (upstream clients), its tool names, its start-up check. */
+async function createDefinition<S extends z.ZodObject>(
+  options: RunServerOptions<S>,
+  config: z.output<S>,
+  logger: Logger,
+  closers: Closers,
+): Promise<{ definition: ServerDefinition; readiness: Readiness }> {
+  const created = await options.create(config, { logger });
+  const definition: ServerDefinition = { ...created, close: once(created.close) };
+  closers.defer(definition.close!);
+  const unknown = unknownToolNames(config as unknown as BaseConfig, definition.tools);
+  if (unknown.length > 0) throw new ConfigError(unknown);
+  return { definition, readiness: await checkAtStart(definition, logger) };
+}
+
+/** Step 4: rate limits shared by the replicas (Redis); each up/down transition logged and audited. */
+async function openLimiterStore(
+  base: BaseConfig,
+  name: string,
+  log: Logger,
+  audit: AuditLog,
+  closers: Closers,
+): Promise<SharedLimiterStore | undefined> {
+  if (base.GATEHOUSE_REDIS_URL === undefined) return undefined;
+  const fallback = base.GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE;
+  const store = await redisLimiterStore(base.GATEHOUSE_REDIS_URL, name, (up, detail) => {
+    if (up) log.info('rate-limit store (redis) connected: limits are shared by the replicas');
+    else
+      log.error(
+        { detail, fallback },
+        fallback === 'closed'
+          ? 'rate-limit store (redis) unreachable: refusing calls until it is back'
+          : 'rate-limit store (redis) unreachable: limiting per replica until it is back',
+      );
+    audit.append(
+      lifecycleEntry(
+        'gatehouse/rate_limit_store',
+        { store: 'redis', state: up ? 'up' : 'down', fallback, detail: auditMessage(detail) },
+        up ? {} : { outcome: 'failure' },
+      ),
+    );
+  });
+  closers.defer(() => store.close());
+  return store;
+}
+
+/** Step 5: Prometheus metrics on their own port, loaded only when asked for. */
+async function openMetrics(
+  base: BaseConfig,
+  service: Service,
+  parts: { inflight: InflightTracker; audit: AuditLog; limiterStore?: SharedLimiterStore },
+  closers: Closers,
+): Promise<{ metrics?: Metrics; url?: URL }> {
+  if (base.GATEHOUSE_METRICS_PORT === undefined) return {};
+  const { Metrics: MetricsClass, serveMetrics } = await import('./metrics.js');
+  const { inflight, audit, limiterStore } = parts;
+  const metrics = new MetricsClass({
+    service,
+    inflight: () => inflight.count,
+    auditSinks: () =>
+      auditSinkNames(base).map((name) => ({
+        name,
+        up: ![...audit.failures.keys()].some((failed) => failed.startsWith(name)),
+      })),
+    ...(limiterStore === undefined ? {} : { rateLimitStoreUp: () => limiterStore.healthy() }),
+  });
+  const host = base.GATEHOUSE_METRICS_HOST ?? base.GATEHOUSE_HOST;
+  const listener = await serveMetrics(metrics, host, base.GATEHOUSE_METRICS_PORT).catch(
+    (error: unknown) => {
+      throw new Error(`could not listen for metrics on ${host}:${base.GATEHOUSE_METRICS_PORT}`, {
+        cause: error,
+      });
+    },
+  );
+  closers.defer(() => listener.close());
+  return { metrics, url: listener.url };
+}
+
+/** Step 6: traces from the standard OTEL_* variables (off unless OTEL_TRACES_EXPORTER names one). */
+async function openTracing(
+  env: Readonly<Record<string, string | undefined>>,
+  service: Service,
+  log: Logger,
+  closers: Closers,
+): Promise<void> {
   try {
-    stopTracing = await startTracing(env, { name: definition.name, version: definition.version });
+    const stop = await startTracing(env, service);
+    if (stop !== undefined) closers.defer(stop);
   } catch (error) {
     log.warn({ err: error }, 'tracing is off: its configuration was refused');
   }
-  const runtime = createRuntime(base, log, {
-    audit,
-    inflight,
-    readsAfterAnswer: true,
-    ...(limiterStore === undefined ? {} : { limiterStore }),
-    ...(metrics === undefined ? {} : { metrics }),
-  });
-  const factory = createServerFactory(definition, runtime);
-  // Every tool's definition hash, of the listing clients are served (prepared once, by the
-  // factory), for the start record and the HTTP tool metadata.
-  const described = describeTools(factory.prepared);
-  const ready = async (): Promise<ReadyResult> => {
+}
+
+/** What /readyz says: the audit trail, then the upstream, then the shared rate-limit store. */
+function readinessOf(
+  base: BaseConfig,
+  audit: AuditLog,
+  upstream: Readiness,
+  limiterStore: SharedLimiterStore | undefined,
+): () => Promise<ReadyResult> {
+  return async () => {
     if (audit.failures.size > 0)
       return { ready: false, detail: 'the audit trail cannot be written' };
-    const upstream = await readiness();
-    if (limiterStore === undefined || limiterStore.healthy() || !upstream.ready) return upstream;
+    const result = await upstream();
+    if (limiterStore === undefined || limiterStore.healthy() || !result.ready) return result;
     return base.GATEHOUSE_RATE_LIMIT_ON_STORE_FAILURE === 'closed'
       ? { ready: false, detail: 'the shared rate-limit store (redis) is unreachable' }
       : {
@@ -315,212 +365,338 @@ export async function runServer<S extends z.ZodObject>(
             'degraded: the shared rate-limit store (redis) is unreachable; limits are per replica',
         };
   };
+}
 
-  let http: RunningHttpServer | undefined;
-  let stdio: { close(): Promise<void> } | undefined;
-  let lineTransport: LineTransport | undefined;
-  if (base.GATEHOUSE_TRANSPORT === 'stdio') {
-    // stdout belongs to the protocol: send any stray console output to stderr instead.
-    for (const method of ['log', 'info', 'debug'] as const) {
-      // eslint-disable-next-line no-console
-      console[method] = (...args: unknown[]) => console.error(...args);
-    }
-    lineTransport = new LineTransport(process.stdin, process.stdout, {
-      onRefused: (problem) => log.info({ problem }, 'refused a malformed message'),
-      // A pipe write is synchronous on Linux: the answer is with the client, so the records
-      // of reads deferred until after it are written now, not at the end of the turn.
-      onSent: () => audit.flush(),
-    });
-    stdio = serveStdio(factory, {
-      transport: lineTransport,
-      onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
-    });
-  } else {
-    const hashes = new Map(described.map((t) => [t.name, t.definition_hash]));
-    const enabled = (tool: ToolDefinition): boolean =>
-      runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow;
-    try {
-      // Loaded here, not at the top: a stdio server never pays for node:http, tls, http2 and
-      // zlib (~40 ms of a cold start) or the authentication code.
-      const [{ startHttpServer }, { createAuthenticator }] = await Promise.all([
-        import('./http.js'),
-        import('./auth.js'),
-      ]);
-      const authenticator = await createAuthenticator(base, {
-        scopes: [...definition.tools.map(toolScope), readScope(definition)],
-        resourceName: definition.title ?? definition.name,
-      });
-      http = await startHttpServer(factory, {
-        host: base.GATEHOUSE_HOST,
-        port: base.GATEHOUSE_PORT,
-        path: base.GATEHOUSE_HTTP_PATH,
-        allowedHosts: base.GATEHOUSE_ALLOWED_HOSTS,
-        allowedOrigins: base.GATEHOUSE_ALLOWED_ORIGINS,
-        maxBodyBytes: base.GATEHOUSE_MAX_BODY_BYTES,
-        logger: log,
-        ready,
-        ...(authenticator === undefined ? {} : { authenticator }),
-        requiredScope: createScopeLookup(definition, enabled),
-        maxInflight: base.GATEHOUSE_MAX_INFLIGHT,
-        keepAliveTimeoutMs: base.GATEHOUSE_HTTP_KEEPALIVE_MS,
-        headersTimeoutMs: base.GATEHOUSE_HTTP_HEADERS_TIMEOUT_MS,
-        ...(metrics === undefined ? {} : { onRequestDone: metrics.httpRequest.bind(metrics) }),
-        onAuthFailure: (outcome, peer) => {
-          metrics?.authRefused(outcome.error ?? 'missing_credentials');
-          audit.append(
-            lifecycleEntry(
-              'gatehouse/auth_failure',
-              {
-                status: outcome.status,
-                error: outcome.error ?? 'missing_credentials',
-                // What a token's verifier said about it: text the caller may have shaped.
-                description:
-                  outcome.description === undefined
-                    ? undefined
-                    : callerText(outcome.description, 512),
-              },
-              {
-                outcome: 'failure',
-                ...(peer.sourceIp === undefined ? {} : { sourceIp: peer.sourceIp }),
-              },
-            ),
-          );
-        },
-        onScopeDenied: (principal, need, peer) => {
-          metrics?.authRefused('insufficient_scope');
-          const tool =
-            need.method === 'tools/call'
-              ? definition.tools.find((t) => t.name === need.name)
-              : undefined;
-          audit.append(
-            scopeDeniedEntry(
-              principal,
-              {
-                method: need.method,
-                name: need.name,
-                ...(tool === undefined
-                  ? {}
-                  : {
-                      tool: {
-                        name: tool.name,
-                        access: tool.access,
-                        readOnly: tool.annotations.readOnlyHint,
-                        hash: hashes.get(tool.name)!,
-                      },
-                    }),
-              },
-              need.scope,
-              peer,
-            ),
-          );
-        },
-      });
-    } catch (error) {
-      log.fatal({ err: error }, 'could not listen');
-      await definition.close?.();
-      process.exitCode = EXIT.failure;
-      return undefined;
-    }
+/** A transport serving the factory: drained on shutdown. */
+interface Served {
+  http?: RunningHttpServer;
+  /** Lets in-flight work finish within `drainMs` (then aborts it); true when all finished. */
+  drain(drainMs: number, inflight: InflightTracker): Promise<boolean>;
+}
+
+/** Step 7a: stdio. stdout belongs to the protocol: stray console output goes to stderr. */
+function serveOverStdio(factory: McpServerFactory, log: Logger, audit: AuditLog): Served {
+  for (const method of ['log', 'info', 'debug'] as const) {
+    // eslint-disable-next-line no-console
+    console[method] = (...args: unknown[]) => console.error(...args);
   }
+  const lines = new LineTransport(process.stdin, process.stdout, {
+    onRefused: (problem) => log.info({ problem }, 'refused a malformed message'),
+    // A pipe write is synchronous on Linux: the answer is with the client, so the records
+    // of reads deferred until after it are written now, not at the end of the turn.
+    onSent: () => audit.flush(),
+  });
+  const stdio = serveStdio(factory, {
+    transport: lines,
+    onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
+  });
+  return {
+    async drain(drainMs, inflight) {
+      const deadline = Date.now() + drainMs;
+      let drained = await inflight.idle(drainMs);
+      if (!drained) inflight.abortAll();
+      // Every request read is answered before stdout closes (a ping, a listing, a refusal).
+      drained = (await lines.answered(Math.max(0, deadline - Date.now()))) && drained;
+      await stdio.close();
+      return drained;
+    },
+  };
+}
 
-  const policy = runtime.policy;
+/** The HTTP transport's audit hooks: refused authentication, missing scopes. */
+function httpAuditHooks(
+  definition: ServerDefinition,
+  hashes: ReadonlyMap<string, string>,
+  audit: AuditLog,
+  metrics: Metrics | undefined,
+): Pick<HttpServerOptions, 'onAuthFailure' | 'onScopeDenied'> {
+  return {
+    onAuthFailure: (outcome, peer) => {
+      metrics?.authRefused(outcome.error ?? 'missing_credentials');
+      audit.append(
+        lifecycleEntry(
+          'gatehouse/auth_failure',
+          {
+            status: outcome.status,
+            error: outcome.error ?? 'missing_credentials',
+            // What a token's verifier said about it: text the caller may have shaped.
+            description:
+              outcome.description === undefined ? undefined : callerText(outcome.description, 512),
+          },
+          {
+            outcome: 'failure',
+            ...(peer.sourceIp === undefined ? {} : { sourceIp: peer.sourceIp }),
+          },
+        ),
+      );
+    },
+    onScopeDenied: (principal, need, peer) => {
+      metrics?.authRefused('insufficient_scope');
+      const tool =
+        need.method === 'tools/call'
+          ? definition.tools.find((t) => t.name === need.name)
+          : undefined;
+      const described =
+        tool === undefined
+          ? {}
+          : {
+              tool: {
+                name: tool.name,
+                access: tool.access,
+                readOnly: tool.annotations.readOnlyHint,
+                hash: hashes.get(tool.name)!,
+              },
+            };
+      audit.append(
+        scopeDeniedEntry(
+          principal,
+          { method: need.method, name: need.name, ...described },
+          need.scope,
+          peer,
+        ),
+      );
+    },
+  };
+}
+
+/** Step 7b: Streamable HTTP, with authentication and the scope each request needs. */
+async function serveOverHttp(
+  base: BaseConfig,
+  parts: {
+    definition: ServerDefinition;
+    factory: ReturnType<typeof createServerFactory>;
+    runtime: Runtime;
+    hashes: ReadonlyMap<string, string>;
+    audit: AuditLog;
+    metrics: Metrics | undefined;
+    ready: () => Promise<ReadyResult>;
+    log: Logger;
+  },
+): Promise<Served> {
+  const { definition, factory, runtime, log, metrics } = parts;
+  const enabled = (tool: ToolDefinition): boolean =>
+    runtime.policy.toolVisible(tool, { ...ANONYMOUS, scopes: ['*'] }).allow;
+  // Loaded here, not at the top: a stdio server never pays for node:http, tls, http2 and
+  // zlib (~40 ms of a cold start) or the authentication code.
+  const [{ startHttpServer }, { createAuthenticator }] = await Promise.all([
+    import('./http.js'),
+    import('./auth.js'),
+  ]);
+  const authenticator = await createAuthenticator(base, {
+    scopes: [...definition.tools.map(toolScope), readScope(definition)],
+    resourceName: definition.title ?? definition.name,
+  });
+  const http = await startHttpServer(factory, {
+    host: base.GATEHOUSE_HOST,
+    port: base.GATEHOUSE_PORT,
+    path: base.GATEHOUSE_HTTP_PATH,
+    allowedHosts: base.GATEHOUSE_ALLOWED_HOSTS,
+    allowedOrigins: base.GATEHOUSE_ALLOWED_ORIGINS,
+    maxBodyBytes: base.GATEHOUSE_MAX_BODY_BYTES,
+    logger: log,
+    ready: parts.ready,
+    ...(authenticator === undefined ? {} : { authenticator }),
+    requiredScope: createScopeLookup(definition, enabled),
+    maxInflight: base.GATEHOUSE_MAX_INFLIGHT,
+    maxSubscriptions: base.GATEHOUSE_MAX_SUBSCRIPTIONS,
+    keepAliveTimeoutMs: base.GATEHOUSE_HTTP_KEEPALIVE_MS,
+    headersTimeoutMs: base.GATEHOUSE_HTTP_HEADERS_TIMEOUT_MS,
+    ...(metrics === undefined ? {} : { onRequestDone: metrics.httpRequest.bind(metrics) }),
+    ...httpAuditHooks(definition, parts.hashes, parts.audit, metrics),
+  }).catch((error: unknown) => {
+    throw new Error(`could not listen on ${base.GATEHOUSE_HOST}:${base.GATEHOUSE_PORT}`, {
+      cause: error,
+    });
+  });
+  return { http, drain: (drainMs, inflight) => http.shutdown(drainMs, () => inflight.abortAll()) };
+}
+
+/** Step 8: the `gatehouse/start` record, the security overrides in force, the start log line. */
+function recordStart<S extends z.ZodObject>(
+  options: RunServerOptions<S>,
+  config: z.output<S>,
+  parts: {
+    definition: ServerDefinition;
+    runtime: Runtime;
+    described: ReturnType<typeof describeTools>;
+    audit: AuditLog;
+    log: Logger;
+    served: Served;
+    metricsUrl: URL | undefined;
+  },
+): void {
+  const { definition, runtime, audit, log, served } = parts;
+  const base = config as unknown as BaseConfig;
   const effectiveConfig = redactConfig(options.schema, config);
-  const tools = described.map((t) => ({
+  const tools = parts.described.map((t) => ({
     ...t,
-    enabled: policy.toolVisible(
+    enabled: runtime.policy.toolVisible(
       definition.tools.find((d) => d.name === t.name)!,
       ANONYMOUS,
     ).allow,
   }));
+  const url = served.http?.url.href;
   audit.append(
     lifecycleEntry('gatehouse/start', {
       config: effectiveConfig,
       tools,
       node: process.version,
-      ...(http === undefined ? {} : { url: http.url.href }),
+      ...(url === undefined ? {} : { url }),
     }),
   );
-  definition.onStart?.({
-    securityOverride: (setting, details) => {
-      log.warn({ setting, ...details }, `SECURITY CHECK OVERRIDDEN by ${setting}`);
-      audit.append(lifecycleEntry('gatehouse/security_override', { setting, ...details }));
-    },
-  });
+  const securityOverride = (setting: string, details: Record<string, unknown>): void => {
+    log.warn({ setting, ...details }, `SECURITY CHECK OVERRIDDEN by ${setting}`);
+    audit.append(lifecycleEntry('gatehouse/security_override', { setting, ...details }));
+  };
+  for (const plain of plainHttpUpstreams(options.schema, config))
+    securityOverride('GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM', plain);
+  definition.onStart?.({ securityOverride });
   // The effective config is in the gatehouse/start record. When that record goes to the
   // terminal or container log too (stderr/stdout sinks), the log line does not repeat it.
   const auditInLog = auditSinkNames(base).some((s) => s !== 'file');
   log.info(
     {
-      ...(auditInLog
-        ? { config: 'in the gatehouse/start audit record' }
-        : { config: effectiveConfig }),
+      config: auditInLog ? 'in the gatehouse/start audit record' : effectiveConfig,
       tools: tools.filter((t) => t.enabled).map((t) => t.name),
       audit: { stream: audit.stream, sinks: auditSinkNames(base) },
-      ...(http === undefined ? {} : { url: http.url.href }),
-      ...(metricsListener === undefined ? {} : { metrics: metricsListener.url.href }),
+      ...(url === undefined ? {} : { url }),
+      ...(parts.metricsUrl === undefined ? {} : { metrics: parts.metricsUrl.href }),
     },
     'server started',
   );
-  const closeAudit = (details: Record<string, unknown>, failed = false): void => {
-    audit.append(lifecycleEntry('gatehouse/stop', details, failed ? { outcome: 'failure' } : {}));
-    audit.close();
-  };
+}
 
-  let stopping: Promise<number> | undefined;
-  const shutdown = (reason: string): Promise<number> => {
-    stopping ??= (async () => {
-      log.info({ reason, inflight: inflight.count }, 'shutting down');
-      let drained: boolean;
-      if (http !== undefined) {
-        drained = await http.shutdown(base.GATEHOUSE_DRAIN_MS, () => inflight.abortAll());
-      } else {
-        const deadline = Date.now() + base.GATEHOUSE_DRAIN_MS;
-        drained = await inflight.idle(base.GATEHOUSE_DRAIN_MS);
-        if (!drained) inflight.abortAll();
-        // Every request read is answered before stdout closes (a ping, a listing, a refusal).
-        drained =
-          (await lineTransport?.answered(Math.max(0, deadline - Date.now()))) !== false && drained;
-        await stdio?.close();
-      }
-      try {
-        await definition.close?.();
-        await limiterStore?.close();
-        metricsListener?.close();
-        await stopTracing?.();
-      } catch (error) {
-        log.error({ err: error }, 'closing upstream clients failed');
-      }
-      closeAudit({ reason, drained });
-      log.info({ drained }, drained ? 'stopped' : 'stopped after the drain deadline');
-      logger.flush();
-      return drained ? EXIT.ok : EXIT.failure;
-    })();
-    return stopping;
+/** Step 9: signals, the end of stdin, crashes. */
+function onProcessEnd(
+  transport: BaseConfig['GATEHOUSE_TRANSPORT'],
+  shutdown: (reason: string) => Promise<number>,
+  crash: (error: Error) => void,
+  log: Logger,
+  audit: AuditLog,
+): void {
+  const stop = (reason: string): void => {
+    void shutdown(reason).then((code) => process.exit(code));
   };
-
-  const onSignal = (signal: NodeJS.Signals): void => {
-    void shutdown(signal).then((code) => process.exit(code));
-  };
-  process.once('SIGTERM', onSignal);
-  process.once('SIGINT', onSignal);
-  if (base.GATEHOUSE_TRANSPORT === 'stdio') {
-    // The client closing stdin ends the session (stdio spec: exit when stdin closes).
-    process.stdin.once('end', () => {
-      void shutdown('stdin closed').then((code) => process.exit(code));
-    });
-  }
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  // The client closing stdin ends the session (stdio spec: exit when stdin closes).
+  if (transport === 'stdio') process.stdin.once('end', () => stop('stdin closed'));
   // Records of reads answered in this turn are written even when the process ends in it.
   process.on('exit', () => audit.flush());
-  process.on('uncaughtException', (error) => {
-    log.fatal({ err: error }, 'uncaught exception');
-    // Close the chain on the way down: every record so far is on disk, and the end is signed.
-    closeAudit({ reason: 'crash', error: error.name }, true);
-    logger.flush();
-    process.exit(EXIT.failure);
-  });
+  process.on('uncaughtException', crash);
   process.on('unhandledRejection', (error) => {
     log.error({ err: error }, 'unhandled promise rejection');
   });
+}
 
-  return { logger: log, ...(http === undefined ? {} : { http }), shutdown };
+/**
+ * The whole life of a server process, as steps: configuration → definition → audit trail →
+ * rate-limit store → metrics → tracing → transport → start record → signals. Each step that
+ * opens something registers its closer once; a step that fails closes what the steps before it
+ * opened and refuses the start (see {@link refuseStart}). Bad config is reported at once on
+ * stderr, every problem under its variable name, exit code 2 before anything listens.
+ * SIGTERM/SIGINT drain and exit 0.
+ */
+export async function runServer<S extends z.ZodObject>(
+  options: RunServerOptions<S>,
+): Promise<RunningServer | undefined> {
+  // The one place that reads the process environment (docs/configuration.md).
+  // eslint-disable-next-line no-restricted-syntax
+  const env = options.env ?? process.env;
+  const config = configure(options, env);
+  if (config === undefined) return undefined;
+  const base = config as unknown as BaseConfig;
+  const logger = createLogger({
+    level: base.GATEHOUSE_LOG_LEVEL,
+    redact: secretKeys(options.schema).map((k) => `config.${k}`),
+  });
+  warnAboutConfig(options.schema, env, config, logger);
+  const closers = new Closers();
+  let audit: AuditLog | undefined;
+  try {
+    const { definition, readiness } = await createDefinition(options, config, logger, closers);
+    const service = { name: definition.name, version: definition.version };
+    const log = logger.child({ service });
+    audit = openAuditLog(base, service);
+    const inflight = new InflightTracker();
+    const limiterStore = await openLimiterStore(base, definition.name, log, audit, closers);
+    const { metrics, url: metricsUrl } = await openMetrics(
+      base,
+      service,
+      { inflight, audit, ...(limiterStore === undefined ? {} : { limiterStore }) },
+      closers,
+    );
+    await openTracing(env, service, log, closers);
+    const runtime = createRuntime(base, log, {
+      audit,
+      inflight,
+      readsAfterAnswer: true,
+      ...(limiterStore === undefined ? {} : { limiterStore }),
+      ...(metrics === undefined ? {} : { metrics }),
+    });
+    const factory = createServerFactory(definition, runtime);
+    // Every tool's definition hash, of the listing clients are served (prepared once, by the
+    // factory), for the start record and the HTTP tool metadata.
+    const described = describeTools(factory.prepared);
+    const served =
+      base.GATEHOUSE_TRANSPORT === 'stdio'
+        ? serveOverStdio(factory, log, audit)
+        : await serveOverHttp(base, {
+            definition,
+            factory,
+            runtime,
+            hashes: new Map(described.map((t) => [t.name, t.definition_hash])),
+            audit,
+            metrics,
+            ready: readinessOf(base, audit, readiness, limiterStore),
+            log,
+          });
+    recordStart(options, config, {
+      definition,
+      runtime,
+      described,
+      audit,
+      log,
+      served,
+      metricsUrl,
+    });
+    const trail = audit;
+    const closeAudit = (details: Record<string, unknown>, failed = false): void => {
+      trail.append(lifecycleEntry('gatehouse/stop', details, failed ? { outcome: 'failure' } : {}));
+      trail.close();
+    };
+    let stopping: Promise<number> | undefined;
+    const shutdown = (reason: string): Promise<number> => {
+      stopping ??= (async () => {
+        log.info({ reason, inflight: inflight.count }, 'shutting down');
+        const drained = await served.drain(base.GATEHOUSE_DRAIN_MS, inflight);
+        await closers.closeAll((error) =>
+          log.error({ err: error }, 'closing upstream clients failed'),
+        );
+        closeAudit({ reason, drained });
+        log.info({ drained }, drained ? 'stopped' : 'stopped after the drain deadline');
+        logger.flush();
+        return drained ? EXIT.ok : EXIT.failure;
+      })();
+      return stopping;
+    };
+    onProcessEnd(
+      base.GATEHOUSE_TRANSPORT,
+      shutdown,
+      (error) => {
+        log.fatal({ err: error }, 'uncaught exception');
+        // Close the chain on the way down: every record so far is on disk, and the end is signed.
+        closeAudit({ reason: 'crash', error: error.name }, true);
+        logger.flush();
+        process.exit(EXIT.failure);
+      },
+      log,
+      trail,
+    );
+    return { logger: log, ...(served.http === undefined ? {} : { http: served.http }), shutdown };
+  } catch (error) {
+    await closers.closeAll((e) => logger.error({ err: e }, 'closing after a refused start failed'));
+    refuseStart(error, base, options.service ?? UNKNOWN_SERVICE, logger, audit);
+    return undefined;
+  }
 }

@@ -19,6 +19,7 @@ export {
   ApiKeySchema,
   isLoopbackHost,
   parseApiKeys,
+  plainHttpUpstreams,
   redactConfig,
   secretKeys,
   unknownVariables,

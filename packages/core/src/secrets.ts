@@ -82,17 +82,21 @@ function urlParts(value: string): string[] {
 }
 
 /**
- * Registers the values of configured secrets (tokens, passwords, connection URLs, keys) under
- * the name of their variable: from then on {@link scrubSecrets} replaces each — and its
+ * Registers the values of configured secrets (tokens, passwords, connection URLs, keys; a list
+ * of values for the operator's own) under the name of their variable: from then on {@link scrubSecrets} replaces each — and its
  * URL-encoded, URL-decoded and JSON-escaped forms, and a URL's password — with
  * `[REDACTED:NAME]`, wherever output leaves the process (tool results, errors, logs, audit).
  * (Forms shorter than {@link MIN_SECRET_LENGTH} are not: the server warns about such secrets.)
  */
-export function registerSecretValues(values: Readonly<Record<string, string | undefined>>): void {
-  for (const [name, value] of Object.entries(values)) {
-    if (value === undefined || value === '') continue;
-    for (const form of [value, ...urlParts(value)].flatMap(forms)) {
-      if (form.length >= MIN_SECRET_LENGTH) known.set(form, name);
+export function registerSecretValues(
+  values: Readonly<Record<string, string | readonly string[] | undefined>>,
+): void {
+  for (const [name, given] of Object.entries(values)) {
+    for (const value of given === undefined ? [] : typeof given === 'string' ? [given] : given) {
+      if (value === '') continue;
+      for (const form of [value, ...urlParts(value)].flatMap(forms)) {
+        if (form.length >= MIN_SECRET_LENGTH) known.set(form, name);
+      }
     }
   }
   const all = [...known.keys()].sort((a, b) => b.length - a.length);

@@ -451,3 +451,65 @@ describe('what counts as in flight is decided by the body, not the Mcp-Method he
     expect((await first).status).toBe(200);
   });
 });
+
+describe('subscription streams have a cap of their own', () => {
+  const started: ServerProcess[] = [];
+  afterEach(async () => {
+    for (const s of started.splice(0)) await s.stop('SIGKILL');
+  });
+  const listen = (url: URL, id: number, signal: AbortSignal) =>
+    fetch(url, {
+      method: 'POST',
+      signal,
+      headers: {
+        'content-type': 'application/json',
+        accept: 'application/json, text/event-stream',
+        'mcp-protocol-version': '2026-07-28',
+        'mcp-method': 'subscriptions/listen',
+      },
+      body: JSON.stringify({
+        jsonrpc: '2.0',
+        id,
+        method: 'subscriptions/listen',
+        params: {
+          _meta: {
+            'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+            'io.modelcontextprotocol/clientCapabilities': {},
+          },
+          notifications: { toolsListChanged: true },
+        },
+      }),
+    });
+
+  it('70 genuine streams under a cap of 64: 64 open, 6 × 429; calls still get in', async () => {
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: {
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_PORT: '0',
+        GATEHOUSE_MAX_SUBSCRIPTIONS: '64',
+        GATEHOUSE_MAX_INFLIGHT: '4',
+        // Announces tools/list_changed: each stream stays open until the client leaves.
+        DEMO_LIST_CHANGED: 'true',
+      },
+    });
+    started.push(server);
+    const abort = new AbortController();
+    try {
+      const answers = await Promise.all(
+        Array.from({ length: 70 }, (_, i) => listen(server.url!, i + 1, abort.signal)),
+      );
+      const statuses = answers.map((a) => a.status);
+      expect(statuses.filter((s) => s === 200)).toHaveLength(64);
+      expect(statuses.filter((s) => s === 429)).toHaveLength(6);
+      const refused = answers.find((a) => a.status === 429)!;
+      expect(refused.headers.get('retry-after')).toBe('1');
+      expect(await refused.text()).toContain('subscription streams');
+      // The streams take no in-flight slot: a call (cap 4) is served beside all 64.
+      const { client, close } = await connectHttp(server.url!);
+      expect((await client.listTools()).tools.length).toBeGreaterThan(0);
+      await close();
+    } finally {
+      abort.abort();
+    }
+  });
+});

@@ -1,3 +1,6 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
@@ -59,5 +62,77 @@ describe('configured secret values are redacted everywhere output leaves the pro
     const everything = JSON.stringify(server.logs) + server.stdout();
     expect(everything).toContain('[REDACTED:DEMO_TOKEN]');
     expectNoSecret(everything);
+  });
+});
+
+describe("the operator's own secret list (GATEHOUSE_SECRET_VALUES_FILE)", () => {
+  // Values the server was never configured with — a database password, a customer's key — that
+  // an upstream may still hand back. Two worlds differ only in whether the list names them.
+  const listed = ['db-Pa55word-of-prod', 'cust_KEY_9f8e7d6c5b4a'];
+  const file = join(mkdtempSync(join(tmpdir(), 'secret-values-')), 'values');
+  writeFileSync(file, `# the operator's list\n${listed[0]}\n\n  ${listed[1]}  \n`);
+
+  const world = async (withList: boolean) => {
+    const connection = await connectStdio(process.execPath, [demoServer], {
+      env: {
+        DEMO_UPSTREAM_TEXT: `row: ${listed[0]}; key=${listed[1]}`,
+        GATEHOUSE_ENABLE_WRITES: 'true',
+        GATEHOUSE_LOG_LEVEL: 'debug',
+        ...(withList ? { GATEHOUSE_SECRET_VALUES_FILE: file } : {}),
+      },
+    });
+    const results: unknown[] = [];
+    try {
+      for (const kind of KINDS) {
+        results.push(
+          await connection.client.callTool({ name: 'demo_upstream_echo', arguments: { kind } }),
+        );
+      }
+      // A write that would carry a listed value out.
+      results.push(
+        await connection.client.callTool({
+          name: 'demo_post',
+          arguments: { message: `deploy with ${listed[1]}` },
+        }),
+      );
+    } finally {
+      await connection.close();
+    }
+    return { results, stderr: connection.stderr.join('\n') };
+  };
+
+  it('refuses writes that carry one, and scrubs each from results, errors, logs and records', async () => {
+    const [control, guarded] = await Promise.all([world(false), world(true)]);
+    // Without the list the values travel: the oracle can fail.
+    expect(JSON.stringify(control.results)).toContain(listed[0]);
+    expect(JSON.stringify(control.results.at(-1))).toContain('posted');
+
+    const output = JSON.stringify(guarded.results);
+    for (const value of listed) {
+      expect(output).not.toContain(value);
+      expect(guarded.stderr).not.toContain(value);
+    }
+    expect(output).toContain('[REDACTED:GATEHOUSE_SECRET_VALUES]');
+    expect(guarded.stderr).toContain('[REDACTED:GATEHOUSE_SECRET_VALUES]');
+    const post = guarded.results.at(-1) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(post.isError).toBe(true);
+    expect(post.content[0]!.text).toMatch(/secret/i);
+    expect(post.content[0]!.text).not.toContain('posted');
+  });
+
+  it('refuses a list with a value too short to tell apart from text, naming only the line', async () => {
+    const short = join(mkdtempSync(join(tmpdir(), 'secret-values-')), 'values');
+    writeFileSync(short, 'long-enough-value\nabc\n');
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: { GATEHOUSE_SECRET_VALUES_FILE: short },
+      waitForStart: false,
+    });
+    expect(await server.exited()).toBe(2);
+    const said = server.logs.flatMap((l) => (typeof l.raw === 'string' ? [l.raw] : []));
+    expect(said).toEqual([
+      'Invalid configuration:',
+      '  - GATEHOUSE_SECRET_VALUES: line 2: shorter than 6 characters, so it cannot be told apart from ordinary text',
+    ]);
+    expect(JSON.stringify(server.logs)).not.toContain('long-enough-value');
   });
 });

@@ -2,6 +2,10 @@ import { ConfigError, CredentialError, UpstreamError, defineServer } from '@gate
 import type { StartupReport } from '@gatehouse/core';
 import { checkAtStart } from '@gatehouse/core/runtime';
 import { captureLogger } from '@gatehouse/core/testing';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { fileURLToPath } from 'node:url';
+import { spawnServer, startRedis } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
 
 // The start-up check: the server says what to check, the core decides what happens.
@@ -100,5 +104,77 @@ describe('checkAtStart', () => {
     });
     await expect(checkAtStart(d, logger)).rejects.toThrow('bug in the check');
     expect(closed()).toBe(1);
+  });
+});
+
+describe('a server process that starts in steps', () => {
+  const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
+
+  it('a step that fails closes what the steps before it opened, records why, and exits', async () => {
+    // The rate-limit store connects (a real Redis), then the metrics port is taken: the process
+    // must end (no client left holding the event loop), exit 1, with a start_refused record.
+    const redis = await startRedis();
+    const taken = createServer();
+    await new Promise<void>((resolve) => taken.listen(0, '127.0.0.1', resolve));
+    const port = (taken.address() as AddressInfo).port;
+    try {
+      const server = await spawnServer(process.execPath, [demoServer], {
+        env: {
+          GATEHOUSE_REDIS_URL: redis.url,
+          GATEHOUSE_METRICS_PORT: String(port),
+          GATEHOUSE_METRICS_HOST: '127.0.0.1',
+        },
+        waitForStart: false,
+      });
+      expect(await server.exited()).toBe(1);
+      const refused = server
+        .auditRecords()
+        .filter((r) => r.event.action === 'gatehouse/start_refused');
+      expect(refused).toHaveLength(1);
+      expect(refused[0]!.gatehouse.reason).toMatch(/could not listen for metrics on 127\.0\.0\.1:/);
+      expect(
+        server.logs.some(
+          (l) => l.msg === 'rate-limit store (redis) connected: limits are shared by the replicas',
+        ),
+      ).toBe(true);
+    } finally {
+      taken.close();
+      await redis.stop();
+    }
+  });
+
+  it('a plain http:// upstream allowed by GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM is a security override on record', async () => {
+    const server = await spawnServer(process.execPath, [demoServer], {
+      env: {
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_PORT: '0',
+        GATEHOUSE_AUTH: 'oauth',
+        GATEHOUSE_PUBLIC_URL: 'http://127.0.0.1/mcp',
+        GATEHOUSE_OAUTH_ISSUER: 'https://idp.acme.example/',
+        GATEHOUSE_OAUTH_JWKS_URL: 'http://idp.acme.example/jwks',
+        GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM: 'true',
+      },
+    });
+    try {
+      const overrides = server
+        .auditRecords()
+        .filter((r) => r.event.action === 'gatehouse/security_override');
+      expect(overrides.map((r) => r.gatehouse)).toEqual([
+        {
+          setting: 'GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM',
+          variable: 'GATEHOUSE_OAUTH_JWKS_URL',
+          host: 'idp.acme.example',
+        },
+      ]);
+      expect(
+        server.logs.some(
+          (l) =>
+            l.level === 'warn' &&
+            l.msg === 'SECURITY CHECK OVERRIDDEN by GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM',
+        ),
+      ).toBe(true);
+    } finally {
+      await server.stop();
+    }
   });
 });

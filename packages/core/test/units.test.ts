@@ -9,11 +9,13 @@ import {
   sanitizeText,
   secret,
   neutralizeMarkdown,
+  upstreamUrl,
 } from '@gatehouse/core';
 import {
   createLogger,
   isLoopbackHost,
   originAllowed,
+  plainHttpUpstreams,
   redactConfig,
   secretKeys,
   memoryLimiter,
@@ -130,6 +132,96 @@ describe('loadConfig', () => {
     expect(origins).toEqual([
       'GATEHOUSE_ALLOWED_ORIGINS: "https://bad.example/path" is not an origin (expected scheme://host[:port], no path)',
     ]);
+  });
+
+  it('says every problem at once: a variable that fails does not hide the checks of the others', () => {
+    const schema = defineConfig({ ACME_URL: z.url() });
+    const problems = problemsOf(() =>
+      loadConfig(schema, {
+        ACME_URI: 'https://acme.example',
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_HOST: '0.0.0.0',
+        GATEHOUSE_AUTH: 'api_key',
+        GATEHOUSE_PORT: 'eighty',
+      }),
+    );
+    expect(problems).toEqual([
+      'GATEHOUSE_PORT: expected an integer',
+      'ACME_URL: required (set ACME_URL or ACME_URL_FILE); ACME_URI is set: did you mean ACME_URL?',
+      'GATEHOUSE_ALLOWED_HOSTS: required when GATEHOUSE_HOST (0.0.0.0) is not a loopback address (DNS-rebinding protection)',
+      'GATEHOUSE_API_KEYS: required when GATEHOUSE_AUTH includes api_key',
+    ]);
+    // A check that reads a variable which failed says nothing more (no guess from a default).
+    expect(
+      problemsOf(() =>
+        loadConfig(baseConfigSchema, {
+          GATEHOUSE_TRANSPORT: 'htp',
+          GATEHOUSE_AUDIT_SINKS: 'stdout',
+        }),
+      ),
+    ).toEqual([expect.stringMatching(/^GATEHOUSE_TRANSPORT: /)]);
+  });
+
+  it('names the variable meant by an alias a server declares, for a required one', () => {
+    const schema = defineConfig(
+      { ACME_TOKEN: secret(z.string()) },
+      { aliases: { ACME_TOKEN: ['ACME_KEY', 'OTHER_TOOL_TOKEN'] } },
+    );
+    const problems = problemsOf(() => loadConfig(schema, { OTHER_TOOL_TOKEN_FILE: '/run/x' }));
+    expect(problems).toEqual([
+      'ACME_TOKEN: required (set ACME_TOKEN or ACME_TOKEN_FILE); OTHER_TOOL_TOKEN_FILE is set: did you mean ACME_TOKEN?',
+    ]);
+  });
+
+  it('refuses placeholders and pasted wrappings of any secret, never repeating the value', () => {
+    const schema = defineConfig({ ACME_TOKEN: secret(z.string()) });
+    const said = (value: string) => problemsOf(() => loadConfig(schema, { ACME_TOKEN: value }));
+    expect(said('REPLACE-ME-with-the-acme-token')).toEqual([
+      'ACME_TOKEN: still a placeholder from an example (REPLACE-ME or similar): set the real value',
+    ]);
+    expect(said('<your token here>')[0]).toMatch(/placeholder/);
+    expect(said('changeme')[0]).toMatch(/placeholder/);
+    expect(said("'tok_12345678'")[0]).toMatch(/wrapped in quotes/);
+    expect(said('Bearer tok_12345678')[0]).toMatch(/authorization scheme/);
+    expect(said('Bearer tok_12345678').join()).not.toContain('tok_12345678');
+    expect(
+      problemsOf(() =>
+        loadConfig(baseConfigSchema, {
+          GATEHOUSE_STATE_KEY: 'REPLACE-ME-with-32-or-more-random-characters',
+        }),
+      ),
+    ).toEqual([
+      'GATEHOUSE_STATE_KEY: still a placeholder from an example (REPLACE-ME or similar): set the real value',
+    ]);
+  });
+
+  it('refuses plain http:// to an upstream beyond loopback unless explicitly allowed', () => {
+    const schema = defineConfig({ ACME_URL: upstreamUrl() });
+    expect(
+      problemsOf(() => loadConfig(schema, { ACME_URL: 'http://acme.internal:8080/api' })),
+    ).toEqual([
+      'ACME_URL: plain http:// to acme.internal would carry the credentials unencrypted; use https:// (or set GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM=true on a network you trust; loopback is always allowed)',
+    ]);
+    for (const url of [
+      'http://127.0.0.1:9/api',
+      'http://localhost/api',
+      'http://[::1]:8/',
+      'https://acme.internal',
+    ])
+      expect(loadConfig(schema, { ACME_URL: url }).ACME_URL).toBe(url);
+    const allowed = loadConfig(schema, {
+      ACME_URL: 'http://acme.internal/api',
+      GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM: 'true',
+    });
+    expect(plainHttpUpstreams(schema, allowed)).toEqual([
+      { variable: 'ACME_URL', host: 'acme.internal' },
+    ]);
+    // The core's own upstream: the issuer's key set.
+    expect(
+      problemsOf(() =>
+        loadConfig(baseConfigSchema, { GATEHOUSE_OAUTH_JWKS_URL: 'http://idp.acme.example/jwks' }),
+      )[0],
+    ).toMatch(/^GATEHOUSE_OAUTH_JWKS_URL: plain http:\/\/ to idp\.acme\.example/);
   });
 
   it('checks the audit settings together', () => {

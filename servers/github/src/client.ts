@@ -1,4 +1,4 @@
-import { ConfigError, ToolError, UpstreamError, withRetry } from '@gatehouse/core';
+import { ToolError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import {
   Pacer,
@@ -70,26 +70,6 @@ export function createGitHub(
     config.GITHUB_APP_ID !== undefined ||
     config.GITHUB_APP_PRIVATE_KEY !== undefined ||
     config.GITHUB_APP_INSTALLATION_ID !== undefined;
-  if (app && config.GITHUB_TOKEN !== undefined) {
-    throw new ConfigError([
-      'GITHUB_TOKEN: set either a token or the GitHub App variables (GITHUB_APP_*), not both',
-    ]);
-  }
-  if (
-    app &&
-    (config.GITHUB_APP_ID === undefined ||
-      config.GITHUB_APP_PRIVATE_KEY === undefined ||
-      config.GITHUB_APP_INSTALLATION_ID === undefined)
-  ) {
-    throw new ConfigError([
-      'GITHUB_APP_ID: a GitHub App needs GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_INSTALLATION_ID',
-    ]);
-  }
-  if (!app && config.GITHUB_TOKEN === undefined) {
-    throw new ConfigError([
-      'GITHUB_TOKEN: required (or GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_INSTALLATION_ID for a GitHub App)',
-    ]);
-  }
   const pacer = new Pacer(pacing.intervals ?? GITHUB_PACING);
   const secondMs = pacing.secondMs ?? 1_000;
   const octokit = new Octokit({

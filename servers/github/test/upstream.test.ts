@@ -1,5 +1,6 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { loadConfig } from '@gatehouse/core';
+import type { ConfigError } from '@gatehouse/core';
 import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
@@ -282,21 +283,72 @@ describe('the credential check at start', () => {
     });
   });
 
-  it('needs exactly one way to authenticate', async () => {
-    await expect(
-      startGitHubServer(config({ GITHUB_APP_ID: '1' }), { logger }),
-    ).rejects.toMatchObject({
-      problems: [
-        expect.stringMatching(/^GITHUB_TOKEN: set either a token or the GitHub App variables/),
+  it('needs exactly one way to authenticate, said with the configuration', () => {
+    const problems = (env: Record<string, string>): readonly string[] => {
+      try {
+        loadConfig(GitHubConfigSchema, {
+          GITHUB_API_URL: fake.url,
+          GITHUB_REPOS: 'acme/api',
+          ...env,
+        });
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(problems({ GITHUB_TOKEN: TOKEN, GITHUB_APP_ID: '1' })).toEqual([
+      expect.stringMatching(/^GITHUB_TOKEN: set either a token or the GitHub App variables/),
+    ]);
+    expect(problems({ GITHUB_APP_ID: '1' })).toEqual([
+      expect.stringMatching(
+        /^GITHUB_APP_ID: a GitHub App needs GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY/,
+      ),
+    ]);
+    expect(problems({})).toEqual([expect.stringMatching(/^GITHUB_TOKEN: required/)]);
+    // The gh CLI's name (and GitHub's own MCP server's) is found and named, never shown.
+    const meant = problems({ GH_TOKEN: TOKEN, GITHUB_PERSONAL_ACCESS_TOKEN: TOKEN });
+    expect(meant).toEqual([
+      expect.stringMatching(
+        /^GITHUB_TOKEN: required .*; GH_TOKEN and GITHUB_PERSONAL_ACCESS_TOKEN are set: did you mean GITHUB_TOKEN\?$/,
+      ),
+    ]);
+    expect(meant.join('\n')).not.toContain(TOKEN);
+  });
+
+  it('explains a token of the wrong kind or wrapping without showing it', () => {
+    const problem = (token: string): string => {
+      try {
+        loadConfig(GitHubConfigSchema, {
+          GITHUB_API_URL: fake.url,
+          GITHUB_REPOS: 'acme/api',
+          GITHUB_TOKEN: token,
+        });
+      } catch (error) {
+        return (error as ConfigError).problems.join('\n');
+      }
+      return '';
+    };
+    const cases: Array<[string, RegExp]> = [
+      [
+        'xoxb-1234-5678-abcdefghijkl',
+        /this is not a GitHub token \(it looks like a Slack or Atlassian one\)/,
       ],
-    });
-    const none = loadConfig(GitHubConfigSchema, {
-      GITHUB_API_URL: fake.url,
-      GITHUB_REPOS: 'acme/api',
-    });
-    await expect(startGitHubServer(none, { logger })).rejects.toMatchObject({
-      problems: [expect.stringMatching(/^GITHUB_TOKEN: required/)],
-    });
+      ['hunter2-not-a-token', /not a GitHub token: one starts ghp_ \(classic\) or github_pat_/],
+      [
+        `Bearer ${TOKEN}`,
+        /the value starts with an authorization scheme \(Bearer …\): set the token alone/,
+      ],
+      [`"${TOKEN}"`, /the value is wrapped in quotes/],
+      [`${TOKEN} `, /the value starts or ends with spaces/],
+      ['REPLACE-ME-fine-grained-github-token', /still a placeholder from an example/],
+    ];
+    for (const [token, expected] of cases) {
+      const said = problem(token);
+      expect(said, token).toMatch(new RegExp(`^GITHUB_TOKEN: ${expected.source}`));
+      expect(said).not.toContain(token.trim().replace(/^"|"$/g, '').slice(0, 12));
+    }
+    expect(problem(TOKEN)).toBe('');
+    expect(problem('a3f1c9e07b2d4f6a8c1e3b5d7f9a0c2e4b6d8f01')).toBe('');
   });
 
   it('warns about over-broad classic token scopes', async () => {

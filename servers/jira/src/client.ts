@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { ConfigError, UpstreamError, withRetry } from '@gatehouse/core';
+import { UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import { createUpstreamErrors, timedFetch, waitingOutRateLimits } from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
@@ -97,21 +97,6 @@ export class Jira {
     options: JiraOptions = {},
   ) {
     const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
-    if (basic && config.JIRA_OAUTH_TOKEN !== undefined) {
-      throw new ConfigError([
-        'JIRA_OAUTH_TOKEN: set either JIRA_EMAIL and JIRA_API_TOKEN or JIRA_OAUTH_TOKEN, not both',
-      ]);
-    }
-    if (basic && (config.JIRA_EMAIL === undefined || config.JIRA_API_TOKEN === undefined)) {
-      throw new ConfigError([
-        'JIRA_API_TOKEN: an API token needs both JIRA_EMAIL and JIRA_API_TOKEN',
-      ]);
-    }
-    if (!basic && config.JIRA_OAUTH_TOKEN === undefined) {
-      throw new ConfigError([
-        'JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0',
-      ]);
-    }
     const host = config.JIRA_URL.replace(/\/$/, '');
     boundJiraFetch(new URL(host).origin, config.JIRA_REQUEST_TIMEOUT_MS);
     this.api = createCloudClient({

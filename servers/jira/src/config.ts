@@ -1,42 +1,87 @@
-import { defineConfig, envInt, envList, secret } from '@gatehouse/core';
+import { defineConfig, envInt, envList, secretText, upstreamUrl } from '@gatehouse/core';
+import type { ConfigCheck } from '@gatehouse/core';
 import * as z from 'zod';
 
 /** A Jira project key: upper-case letters and digits, starting with a letter. */
 export const PROJECT_KEY = /^[A-Z][A-Z0-9_]{1,19}$/;
 
+/**
+ * Which of Atlassian's credentials a value looks like (support.atlassian.com, "Manage API tokens
+ * for your Atlassian account": API tokens made since 2023 start ATATT; OAuth 2.0 access tokens of
+ * Jira Cloud are JWTs), so a token set under the other variable is named without being shown.
+ */
+const apiTokenProblem = (value: string): string | undefined =>
+  /^eyJ[\w-]+\.eyJ/.test(value)
+    ? 'this looks like an OAuth 2.0 access token (a JWT): set it as JIRA_OAUTH_TOKEN instead'
+    : undefined;
+const oauthTokenProblem = (value: string): string | undefined =>
+  value.startsWith('ATATT')
+    ? 'this looks like an Atlassian API token (ATATT…): set it as JIRA_API_TOKEN, with JIRA_EMAIL'
+    : undefined;
+
+/** An e-mail and API token, or an OAuth token: one of them, complete. */
+const credentials: ConfigCheck = {
+  reads: ['JIRA_EMAIL', 'JIRA_API_TOKEN', 'JIRA_OAUTH_TOKEN'],
+  problems: (config) => {
+    const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
+    if (basic && config.JIRA_OAUTH_TOKEN !== undefined)
+      return [
+        'JIRA_OAUTH_TOKEN: set either JIRA_EMAIL and JIRA_API_TOKEN or JIRA_OAUTH_TOKEN, not both',
+      ];
+    if (basic && (config.JIRA_EMAIL === undefined || config.JIRA_API_TOKEN === undefined))
+      return [
+        config.JIRA_EMAIL === undefined
+          ? 'JIRA_EMAIL: required with JIRA_API_TOKEN (the account the token belongs to)'
+          : 'JIRA_API_TOKEN: required with JIRA_EMAIL (an API token of that account)',
+      ];
+    if (!basic && config.JIRA_OAUTH_TOKEN === undefined)
+      return ['JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0'];
+    return [];
+  },
+};
+
 /** The Jira server's configuration: the core's keys plus `JIRA_*`. */
-export const JiraConfigSchema = defineConfig({
-  JIRA_URL: z
-    .url({ protocol: /^https?$/ })
-    .describe(
+export const JiraConfigSchema = defineConfig(
+  {
+    JIRA_URL: upstreamUrl().describe(
       'The Jira Cloud site, e.g. https://acme.atlassian.net (Data Center is not supported).',
     ),
-  JIRA_PROJECTS: envList
-    .pipe(
-      z
-        .array(z.string().regex(PROJECT_KEY, 'expected Jira project keys (OPS, WEB)'))
-        .min(1, 'name at least one project'),
-    )
-    .describe(
-      'The projects the tools may touch (keys). Search is always confined to them; an issue of another project is refused, also when its key moved.',
-    ),
-  JIRA_EMAIL: z
-    .email()
-    .optional()
-    .describe('The account of the API token (with JIRA_API_TOKEN); or use JIRA_OAUTH_TOKEN.'),
-  JIRA_API_TOKEN: secret(z.string().min(1))
-    .optional()
-    .describe('An Atlassian API token of JIRA_EMAIL (id.atlassian.com → Security → API tokens).'),
-  JIRA_OAUTH_TOKEN: secret(z.string().min(1))
-    .optional()
-    .describe('An OAuth 2.0 access token (bearer), instead of the e-mail and API token.'),
-  JIRA_REQUEST_TIMEOUT_MS: envInt(500, 120_000)
-    .default(10_000)
-    .describe('How long one request to Jira may take.'),
-  JIRA_PAGE_SIZE: envInt(1, 100)
-    .default(25)
-    .describe('Default number of issues per page (the model may ask for up to 100).'),
-});
+    JIRA_PROJECTS: envList
+      .pipe(
+        z
+          .array(z.string().regex(PROJECT_KEY, 'expected Jira project keys (OPS, WEB)'))
+          .min(1, 'name at least one project'),
+      )
+      .describe(
+        'The projects the tools may touch (keys). Search is always confined to them; an issue of another project is refused, also when its key moved.',
+      ),
+    JIRA_EMAIL: z
+      .email()
+      .optional()
+      .describe('The account of the API token (with JIRA_API_TOKEN); or use JIRA_OAUTH_TOKEN.'),
+    JIRA_API_TOKEN: secretText(apiTokenProblem)
+      .optional()
+      .describe('An Atlassian API token of JIRA_EMAIL (id.atlassian.com → Security → API tokens).'),
+    JIRA_OAUTH_TOKEN: secretText(oauthTokenProblem)
+      .optional()
+      .describe('An OAuth 2.0 access token (bearer), instead of the e-mail and API token.'),
+    JIRA_REQUEST_TIMEOUT_MS: envInt(500, 120_000)
+      .default(10_000)
+      .describe('How long one request to Jira may take.'),
+    JIRA_PAGE_SIZE: envInt(1, 100)
+      .default(25)
+      .describe('Default number of issues per page (the model may ask for up to 100).'),
+  },
+  {
+    checks: [credentials],
+    // The names other Jira tools and MCP servers read.
+    aliases: {
+      JIRA_URL: ['JIRA_BASE_URL', 'JIRA_HOST', 'JIRA_SITE', 'ATLASSIAN_URL', 'ATLASSIAN_SITE_URL'],
+      JIRA_EMAIL: ['JIRA_USER', 'JIRA_USERNAME', 'ATLASSIAN_EMAIL', 'ATLASSIAN_USER'],
+      JIRA_API_TOKEN: ['JIRA_TOKEN', 'JIRA_API_KEY', 'ATLASSIAN_API_TOKEN', 'ATLASSIAN_TOKEN'],
+    },
+  },
+);
 
 /** The parsed configuration of the Jira server. */
 export type JiraConfig = z.output<typeof JiraConfigSchema>;

@@ -1,4 +1,5 @@
 import { loadConfig } from '@gatehouse/core';
+import type { ConfigError } from '@gatehouse/core';
 import { checkAtStart } from '@gatehouse/core/runtime';
 import { captureLogger } from '@gatehouse/core/testing';
 import type { JiraFake } from '@gatehouse/testkit/jira';
@@ -107,9 +108,53 @@ describe('the start-up check', () => {
     }
   });
 
-  it('needs exactly one way to authenticate', () => {
-    const { logger } = captureLogger();
-    const config = loadConfig(JiraConfigSchema, { JIRA_URL: fake.url, JIRA_PROJECTS: 'OPS' });
-    expect(() => createJiraServer(config, { logger })).toThrow(/JIRA_API_TOKEN: required/);
+  it('needs exactly one way to authenticate, said with the configuration', () => {
+    const problems = (env: Record<string, string>): readonly string[] => {
+      try {
+        loadConfig(JiraConfigSchema, { JIRA_URL: fake.url, JIRA_PROJECTS: 'OPS', ...env });
+      } catch (error) {
+        return (error as ConfigError).problems;
+      }
+      return [];
+    };
+    expect(problems({})).toEqual([
+      'JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0',
+    ]);
+    // The name other Jira tools use, found and named; its value never shown.
+    expect(problems({ JIRA_TOKEN: 'ATATT3xFfGF0-a-token' })).toEqual([
+      'JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0; JIRA_TOKEN is set: did you mean JIRA_API_TOKEN?',
+    ]);
+    expect(problems({ JIRA_API_TOKEN: 'ATATT3xFfGF0-a-token' })).toEqual([
+      'JIRA_EMAIL: required with JIRA_API_TOKEN (the account the token belongs to)',
+    ]);
+    const swapped = problems({ JIRA_OAUTH_TOKEN: 'ATATT3xFfGF0-a-token' });
+    expect(swapped).toEqual([
+      'JIRA_OAUTH_TOKEN: this looks like an Atlassian API token (ATATT…): set it as JIRA_API_TOKEN, with JIRA_EMAIL',
+    ]);
+    expect(swapped.join('\n')).not.toContain('ATATT3xFfGF0');
+    expect(
+      problems({
+        JIRA_EMAIL: 'bot@acme.test',
+        JIRA_API_TOKEN: 'x-token',
+        JIRA_OAUTH_TOKEN: 'eyJx',
+      }),
+    ).toEqual([
+      'JIRA_OAUTH_TOKEN: set either JIRA_EMAIL and JIRA_API_TOKEN or JIRA_OAUTH_TOKEN, not both',
+    ]);
+  });
+
+  it('refuses a plain http:// site that is not loopback unless explicitly allowed', () => {
+    const env = {
+      JIRA_URL: 'http://jira.acme.test',
+      JIRA_PROJECTS: 'OPS',
+      JIRA_OAUTH_TOKEN: 'eyJ-token',
+    };
+    expect(() => loadConfig(JiraConfigSchema, env)).toThrow(
+      /JIRA_URL: plain http:\/\/ to jira\.acme\.test would carry the credentials unencrypted/,
+    );
+    expect(
+      loadConfig(JiraConfigSchema, { ...env, GATEHOUSE_ALLOW_PLAIN_HTTP_UPSTREAM: 'true' })
+        .JIRA_URL,
+    ).toBe('http://jira.acme.test');
   });
 });

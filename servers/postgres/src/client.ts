@@ -114,6 +114,14 @@ export function translateError(error: unknown, signal?: AbortSignal): unknown {
         { code: 'query_error', cause: error },
       );
     }
+    // Class 28 (invalid authorization: a wrong password, a role that may not log in, no
+    // pg_hba.conf entry) and 3D000 (no such database): what POSTGRES_URL says is wrong, not the call.
+    if (code.startsWith('28') || code === '3D000') {
+      return new ToolError(
+        `PostgreSQL refused the server's login (${code}): ${error.message}. The operator must fix POSTGRES_URL.`,
+        { code: 'login_refused', cause: error },
+      );
+    }
     if (code === '42501') {
       return new ToolError(`PostgreSQL denied access: ${error.message}.${hint}`, {
         code: 'permission_denied',

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { CredentialError, defineServer } from '@gatehouse/core';
+import { CredentialError, ToolError, defineServer } from '@gatehouse/core';
 import type { Logger, ServerDefinition } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
 import { TargetScope } from '@gatehouse/core/saas';
@@ -91,9 +91,12 @@ export function createPostgresServer(
       check: async () => {
         // The SQL parser's WebAssembly compiles while the role check waits on the database.
         const [report] = await Promise.all([db.verify(), loadModule()]).catch((error: unknown) => {
-          throw error instanceof PrivilegedRoleError
-            ? new CredentialError('POSTGRES_URL', error.message)
-            : error;
+          if (error instanceof PrivilegedRoleError)
+            throw new CredentialError('POSTGRES_URL', error.message);
+          // A wrong password or database is the operator's to fix: refused like bad config.
+          if (error instanceof ToolError && error.code === 'login_refused')
+            throw new CredentialError('POSTGRES_URL', error.message, { cause: error });
+          throw error;
         });
         const masking = await db.maskingReport();
         for (const pattern of masking.unmatched) {

@@ -201,17 +201,18 @@ describe('the read-only transaction', () => {
   });
 
   it('does not stop COPY … TO PROGRAM for a superuser: layers 1 and 2 must', async () => {
-    // PostgreSQL checks read-only for COPY FROM only (anchors §1.1). Hence the role check
-    // refuses superusers and pg_execute_server_program, and the parser refuses COPY.
+    // PostgreSQL checks read-only for COPY FROM only. Hence the role check refuses superusers
+    // and pg_execute_server_program, and the parser refuses COPY. (Each program reads the row
+    // PostgreSQL pipes to it: one that does not may close the pipe first, a "Broken pipe".)
     const marker = `/tmp/gatehouse-copy-${process.pid}-${Date.now()}`;
-    await raw(`COPY (SELECT 1) TO PROGRAM 'touch ${marker}'`);
+    await raw(`COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; touch ${marker}'`);
     // Checked on the database server's own filesystem (it may be another machine).
     const stat = await company.admin.query<{ exists: boolean }>(
       'SELECT (pg_stat_file($1, true)).size IS NOT NULL AS exists',
       [marker],
     );
     expect(stat.rows[0]!.exists).toBe(true);
-    await company.admin.query(`COPY (SELECT 1) TO PROGRAM 'rm -f ${marker}'`);
+    await company.admin.query(`COPY (SELECT 1) TO PROGRAM 'cat >/dev/null; rm -f ${marker}'`);
     expect(await company.checksum()).toBe(before);
   });
 

@@ -219,8 +219,8 @@ describe('starting the server', () => {
         url.password = 'not-the-password';
         return url.toString();
       },
-      1,
-      /password authentication failed/,
+      2,
+      /^POSTGRES_URL: PostgreSQL refused the server's login \(28P01\): password authentication failed/,
     ],
   ])(
     'a refused start (%s) is in the audit trail, and the trail verifies',
@@ -283,6 +283,49 @@ describe('starting the server', () => {
       expect(stderr).not.toContain(url);
     },
   );
+
+  it('says every start-up refusal in one voice: one block, exit 2, every problem at once', async () => {
+    // A wrong password (found only by connecting), then configuration problems of the core and of
+    // the server together: each is one "Invalid configuration" block, never a stack trace.
+    const wrong = new URL(company.url);
+    wrong.password = 'not-the-password';
+    const refused = await spawnServer(process.execPath, [BIN], {
+      env: { POSTGRES_URL: wrong.toString(), PATH: process.env.PATH ?? '' },
+      waitForStart: false,
+    });
+    expect(await refused.exited()).toBe(2);
+    const raw = refused.logs.flatMap((l) => (typeof l.raw === 'string' ? [l.raw] : []));
+    expect(raw).toEqual([
+      'Invalid configuration:',
+      expect.stringMatching(
+        /^ {2}- POSTGRES_URL: PostgreSQL refused the server's login \(28P01\): password authentication failed for user "/,
+      ),
+    ]);
+    const lines = refused.logs.map((l) => JSON.stringify(l)).join('\n');
+    expect(lines).not.toMatch(/"stack"|at [\w.]+ \(/);
+    expect(lines).not.toContain('not-the-password');
+
+    const many = await spawnServer(process.execPath, [BIN], {
+      env: {
+        POSTGRES_URI: company.url,
+        GATEHOUSE_TRANSPORT: 'http',
+        GATEHOUSE_HOST: '0.0.0.0',
+        GATEHOUSE_AUTH: 'api_key',
+        GATEHOUSE_API_KEYS: 'REPLACE-ME',
+        PATH: process.env.PATH ?? '',
+      },
+      waitForStart: false,
+    });
+    expect(await many.exited()).toBe(2);
+    const block = many.logs.flatMap((l) => (typeof l.raw === 'string' ? [l.raw] : []));
+    expect(block).toEqual([
+      'Invalid configuration:',
+      '  - GATEHOUSE_API_KEYS: still a placeholder from an example (REPLACE-ME or similar): set the real value',
+      '  - POSTGRES_URL: required (set POSTGRES_URL or POSTGRES_URL_FILE); POSTGRES_URI is set: did you mean POSTGRES_URL?',
+      '  - GATEHOUSE_ALLOWED_HOSTS: required when GATEHOUSE_HOST (0.0.0.0) is not a loopback address (DNS-rebinding protection)',
+    ]);
+    expect(JSON.stringify(many.logs)).not.toContain(new URL(company.url).password);
+  });
 
   it('warns about misspelled variables and schemas that do not exist', async () => {
     const server = await spawnServer(process.execPath, [BIN], {

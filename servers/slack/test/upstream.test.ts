@@ -166,6 +166,34 @@ describe('the start-up check', () => {
     });
   });
 
+  it('explains a token of another kind by its prefix, never showing it, and finds SLACK_TOKEN', () => {
+    const problems = (env: Record<string, string>): readonly string[] => {
+      try {
+        loadConfig(SlackConfigSchema, {
+          SLACK_API_URL: fake.url,
+          SLACK_READ_CHANNELS: READ,
+          ...env,
+        });
+      } catch (error) {
+        if (error instanceof ConfigError) return error.problems;
+        throw error;
+      }
+      return [];
+    };
+    const user = 'xoxp-1111-2222-3333-abcdefabcdef';
+    expect(problems({ SLACK_BOT_TOKEN: user })).toEqual([
+      'SLACK_BOT_TOKEN: expected the bot token, which starts xoxb- (OAuth & Permissions → Bot User OAuth Token); this is a user token (xoxp-): the server acts as the app’s bot, so use its bot token',
+    ]);
+    expect(problems({ SLACK_BOT_TOKEN: 'xoxe.xoxb-1-rotating' })[0]).toMatch(
+      /this is a rotating token \(xoxe\), which expires within 12 hours/,
+    );
+    expect(problems({ SLACK_BOT_TOKEN: 'xapp-1-A111-222-abc' })[0]).toMatch(/an app-level token/);
+    expect(problems({ SLACK_TOKEN: TOKEN })).toEqual([
+      'SLACK_BOT_TOKEN: required (set SLACK_BOT_TOKEN or SLACK_BOT_TOKEN_FILE); SLACK_TOKEN is set: did you mean SLACK_BOT_TOKEN?',
+    ]);
+    expect(JSON.stringify(problems({ SLACK_BOT_TOKEN: user }))).not.toContain(user.slice(5));
+  });
+
   it('reports what the bot can read and post, and warns about what it cannot', async () => {
     const logs = await start({
       GATEHOUSE_ENABLE_WRITES: 'true',
