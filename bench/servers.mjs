@@ -1,7 +1,12 @@
 // The two servers the benchmark compares: the same no-op tool on a bare SDK v2 McpServer (bare.mjs) and on
 // the Gatehouse core (policy, validation, sanitiser and audit included).
 import { baseConfigSchema, loadConfig } from '@gatehouse/core';
-import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
+import {
+  createLogger,
+  createRuntime,
+  createServerFactory,
+  scrubRecordText,
+} from '@gatehouse/core/runtime';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { AuditLog, fdSink } from '@gatehouse/audit';
 import { coreDefinition } from './core-definition.mjs';
@@ -16,12 +21,13 @@ export const BENCH_ENV = {
   GATEHOUSE_MAX_CONCURRENT_PER_PRINCIPAL: '10000',
 };
 
-/** The audit log the benchmarks use: the real hash chain, written to /dev/null. */
+/** The audit log the benchmarks use: the real hash chain and secret scrub, written to /dev/null. */
 export function devNullAudit() {
   const fd = openSync('/dev/null', 'a');
   return new AuditLog({
     sinks: [fdSink(fd, 'dev-null')],
     service: { name: 'core', version: '1.0.0' },
+    scrub: scrubRecordText,
   });
 }
 

@@ -32,14 +32,24 @@ export interface AuditLogOptions {
   scrub?: (text: string) => string;
 }
 
-/** `value` with `scrub` applied to every string in it, keys included. */
+/**
+ * `value` with `scrub` applied to every string in it, keys included; the same object (no copy)
+ * where nothing changed, which is nearly always.
+ */
 function scrubbed(value: unknown, scrub: (text: string) => string, depth = 0): unknown {
   if (typeof value === 'string') return scrub(value);
   if (typeof value !== 'object' || value === null || depth > 64) return value;
-  if (Array.isArray(value)) return value.map((v) => scrubbed(v, scrub, depth + 1));
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [scrub(k), scrubbed(v, scrub, depth + 1)]),
-  );
+  if (Array.isArray(value)) {
+    const items = value.map((v) => scrubbed(v, scrub, depth + 1));
+    return items.every((v, i) => v === value[i]) ? value : items;
+  }
+  let changed = false;
+  const entries = Object.entries(value).map(([k, v]) => {
+    const [key, item] = [scrub(k), scrubbed(v, scrub, depth + 1)];
+    if (key !== k || item !== v) changed = true;
+    return [key, item] as const;
+  });
+  return changed ? Object.fromEntries(entries) : value;
 }
 
 /**

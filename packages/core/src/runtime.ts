@@ -11,6 +11,7 @@ export {
   lifecycleEntry,
   openAuditLog,
   redactArgs,
+  scrubRecordText,
 } from './audit.js';
 export type { AuditFailureMode, AuditWriter } from './audit.js';
 export { createAuthenticator } from './auth.js';
