@@ -186,7 +186,7 @@ describe('postOnce', () => {
       async () => 'earlier',
       async () => `new-${++posts}`,
     );
-    expect(result).toEqual({ value: 'earlier', deduplicated: true });
+    expect(result).toEqual({ value: 'earlier', deduplicated: true, recovered: false });
     expect(posts).toBe(0);
   });
 
@@ -200,16 +200,33 @@ describe('postOnce', () => {
         throw Object.assign(new Error('socket hang up'), { status: 502 });
       },
     );
-    expect(lost).toEqual({ value: 'created', deduplicated: true });
+    expect(lost).toEqual({ value: 'created', deduplicated: false, recovered: true });
     const refused = postOnce(
       signal,
       async () => undefined,
       async () => {
         throw Object.assign(new Error('invalid'), { status: 422 });
       },
-      () => new Error('mapped: invalid'),
+      { mapError: () => new Error('mapped: invalid') },
     );
     await expect(refused).rejects.toThrow('mapped: invalid');
+  });
+
+  it('a failing look for an earlier write refuses by default, or writes and says why', async () => {
+    const lookup = async (): Promise<string | undefined> => {
+      throw Object.assign(new Error('search is down'), { status: 503 });
+    };
+    let posts = 0;
+    const post = async () => `new-${++posts}`;
+    await expect(postOnce(signal, lookup, post)).rejects.toThrow('search is down');
+    expect(posts).toBe(0);
+    const went = await postOnce(signal, lookup, post, { onLookupFailure: 'post' });
+    expect(went).toEqual({
+      value: 'new-1',
+      deduplicated: false,
+      recovered: false,
+      unchecked: 'search is down',
+    });
   });
 
   it('derives the same key from the same content only', () => {

@@ -82,6 +82,11 @@ export interface JiraFakeOptions {
   credentials: Array<{ email?: string; token: string; accountId: string }>;
   /** Permissions per project key the credentials lack (default: all granted). */
   denied?: Record<string, string[]>;
+  /**
+   * Issue entity property keys an app declared an index for, so JQL can search them
+   * (`issue.property[KEY].path`). Default none: a REST client cannot declare one.
+   */
+  indexedProperties?: string[];
 }
 
 export interface JiraFake {
@@ -107,6 +112,8 @@ interface SearchBody {
   nextPageToken?: string;
   maxResults?: number;
   fields?: string[];
+  /** Up to 5 issue property keys to return with each issue (REST v3 "Search for issues using JQL enhanced search", `properties`). */
+  properties?: string[];
 }
 
 /** The fields of a create or edit request, as the fake reads them. */
@@ -264,17 +271,25 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         })),
     };
   };
-  const issueObject = (i: FakeJiraIssue, fields: string[] | undefined) => {
+  const issueObject = (
+    i: FakeJiraIssue,
+    fields: string[] | undefined,
+    properties: string[] = [],
+  ) => {
     const all = issueFields(i) as Record<string, unknown>;
     const wanted =
       fields === undefined || fields.includes('*all') || fields.length === 0
         ? Object.keys(all)
         : fields;
+    const held = properties.filter((p) => i.properties?.[p] !== undefined);
     return {
       id: i.id,
       key: i.key,
       self: `${base}/rest/api/3/issue/${i.id}`,
       fields: Object.fromEntries(wanted.filter((f) => f in all).map((f) => [f, all[f]])),
+      ...(held.length === 0
+        ? {}
+        : { properties: Object.fromEntries(held.map((p) => [p, i.properties![p]])) }),
     };
   };
   /** The issue's values of a JQL field, lower-cased (undefined: no such field). */
@@ -324,13 +339,20 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         case 'sprint':
           return [lower(i.sprint ?? null)];
         case 'created':
-          return [i.created.toLowerCase()];
+        case 'createddate':
+          return [i.created];
         case 'updated':
-          return [i.updated.toLowerCase()];
+        case 'updateddate':
+          return [i.updated];
         default: {
-          // issue.property[KEY].path: an issue entity property's value.
+          // issue.property[KEY].path: an issue entity property's value — searchable only when an
+          // app declared an index for it (Forge `jira:entityProperty`, Connect
+          // `jiraEntityProperties`); a REST client cannot. Unindexed, the clause names an unknown
+          // field: 400. developer.atlassian.com/cloud/jira/platform/jira-entity-properties/,
+          // "Making searchable entity properties".
           const property = /^issue\.property\[([^\]]+)\]\.(.+)$/.exec(field);
           if (property === null) return undefined;
+          if (!(options.indexedProperties ?? []).includes(property[1]!)) return undefined;
           const value = (i.properties?.[property[1]!] as Record<string, unknown> | undefined)?.[
             property[2]!
           ];
@@ -424,8 +446,11 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     const size = Math.min(5_000, Math.max(1, body.maxResults ?? 50));
     const page = found.slice(start, start + size);
     const isLast = start + size >= found.length;
+    // "A list of up to 5 issue properties to include in the results" (the endpoint's reference).
+    if ((body.properties ?? []).length > 5)
+      return error(ctx.res, ctx.meta, 400, 'At most 5 issue properties can be requested.');
     send(ctx.res, ctx.meta, 200, {
-      issues: page.map((i) => issueObject(i, body.fields)),
+      issues: page.map((i) => issueObject(i, body.fields, body.properties)),
       isLast,
       ...(isLast
         ? {}
@@ -438,6 +463,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
   http.route('GET', '/rest/api/3/search/jql', (ctx: Ctx) => {
     const q = ctx.url.searchParams;
     const fields = q.getAll('fields').flatMap((f) => f.split(','));
+    const properties = q.getAll('properties').flatMap((f) => f.split(','));
     const token = q.get('nextPageToken');
     const max = q.get('maxResults');
     searchJql(ctx, {
@@ -445,6 +471,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
       ...(token === null ? {} : { nextPageToken: token }),
       ...(max === null ? {} : { maxResults: Number(max) }),
       ...(fields.length === 0 ? {} : { fields }),
+      ...(properties.length === 0 ? {} : { properties }),
     });
   });
 

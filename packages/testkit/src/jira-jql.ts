@@ -200,6 +200,36 @@ export function parseJql(text: string): JqlQuery {
   return query;
 }
 
+/** The date fields the fake compares as instants. */
+const DATE_FIELDS = new Set(['created', 'createddate', 'updated', 'updateddate']);
+
+/**
+ * A JQL date value as an instant: a period relative to now (`-10m`, `-1h`, `-4w 2d`) or an
+ * absolute date (`yyyy-MM-dd`, `yyyy/MM/dd`, optionally `HH:mm`), read in the user's time zone —
+ * UTC for every user of the fake. Jira's rules and its error text: support.atlassian.com,
+ * "Jira Cloud: Advanced search — fields reference", Created ("Search for issues that were created
+ * on, before, or after a particular date (or date range)").
+ */
+export function jqlInstant(value: string, field: string, now = Date.now()): number {
+  const period = /^([+-]?)((?:\d+[wdhm]\s*)+)$/.exec(value.trim());
+  if (period !== null) {
+    const unit = { w: 604_800_000, d: 86_400_000, h: 3_600_000, m: 60_000 } as const;
+    const ms = [...period[2]!.matchAll(/(\d+)([wdhm])/g)].reduce(
+      (sum, [, n, u]) => sum + Number(n) * unit[u as keyof typeof unit],
+      0,
+    );
+    return now + (period[1] === '-' ? -ms : ms);
+  }
+  const absolute = /^(\d{4})[-/](\d{2})[-/](\d{2})(?: (\d{2}):(\d{2}))?$/.exec(value.trim());
+  if (absolute !== null) {
+    const [, y, mo, d, h = '00', mi = '00'] = absolute;
+    return Date.parse(`${y}-${mo}-${d}T${h}:${mi}:00Z`);
+  }
+  throw new JqlError(
+    `Date value '${value}' for field '${field}' is invalid. Valid formats include: 'yyyy/MM/dd HH:mm', 'yyyy-MM-dd HH:mm', 'yyyy/MM/dd', 'yyyy-MM-dd', or a period format e.g. '-5d', '4w 2d'.`,
+  );
+}
+
 /** What a clause compares: the issue's values of a field (several for labels), lower-cased. */
 export type FieldValues = (field: string) => Array<string | null> | undefined;
 
@@ -250,9 +280,12 @@ export function matches(clause: JqlClause, values: FieldValues, me: string): boo
     case '>=':
     case '<=': {
       const w = wanted[0] ?? '';
+      const dated = DATE_FIELDS.has(clause.field.name.toLowerCase());
+      const at = dated ? jqlInstant(w, clause.field.name) : 0;
       return present.some((h) => {
         if (h === null) return false;
-        const cmp = h < w ? -1 : h > w ? 1 : 0;
+        const [x, y] = dated ? [Date.parse(h), at] : [h, w];
+        const cmp = x < y ? -1 : x > y ? 1 : 0;
         return clause.operator === '>'
           ? cmp > 0
           : clause.operator === '<'

@@ -11,5 +11,5 @@ export type {
   JiraWorld,
 } from './jira-fake.js';
 export { validateAdf } from './jira-adf.js';
-export { JqlError, matches, parseJql } from './jira-jql.js';
+export { JqlError, jqlInstant, matches, parseJql } from './jira-jql.js';
 export type { JqlClause, JqlOperand, JqlQuery } from './jira-jql.js';

@@ -1,4 +1,5 @@
 import { postOnce as kitPostOnce } from '@gatehouse/core/saas';
+import type { PostOutcome } from '@gatehouse/core/saas';
 import type { CallBounds, GitHub } from './client.js';
 import { call, githubError, requestOptions } from './client.js';
 import type { GitHubIssue } from './format.js';
@@ -77,6 +78,8 @@ export function postOnce<T>(
   bounds: CallBounds,
   find: () => Promise<T | undefined>,
   post: () => Promise<T>,
-): Promise<{ value: T; deduplicated: boolean }> {
-  return kitPostOnce(bounds.signal, find, post, (error) => githubError(error, bounds.signal));
+): Promise<PostOutcome<T>> {
+  return kitPostOnce(bounds.signal, find, post, {
+    mapError: (error) => githubError(error, bounds.signal),
+  });
 }

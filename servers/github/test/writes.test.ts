@@ -136,8 +136,10 @@ describe('github_create_issue', () => {
     });
     expect(result.structuredContent).toMatchObject({
       issue: { title: 'Lost answer' },
-      deduplicated: true,
+      deduplicated: false,
+      recovered: true,
     });
+    expect(text(result)).toMatch(/^Created once \(GitHub's answer was lost; found the issue\)/);
     expect(issuesOf('acme/api').filter((i) => i.title === 'Lost answer')).toHaveLength(1);
   });
 
@@ -157,7 +159,7 @@ describe('github_create_issue', () => {
         name: 'github_create_issue',
         arguments: { repo: 'acme/api', title: 'Timed out', body: 'x' },
       });
-      expect(timedOut.structuredContent).toMatchObject({ deduplicated: true });
+      expect(timedOut.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
       expect(issuesOf('acme/api').filter((i) => i.title === 'Timed out')).toHaveLength(1);
     } finally {
       await slow.close();
@@ -240,7 +242,7 @@ describe('github_update_issue and github_add_comment', () => {
       name: 'github_add_comment',
       arguments: { ...args, body: 'Second note.' },
     });
-    expect(lost.structuredContent).toMatchObject({ deduplicated: true });
+    expect(lost.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
     const bodies = fake
       .repo('acme/api')
       .issues.find((i) => i.number === 2)!

@@ -71,6 +71,11 @@ export const JiraConfigSchema = defineConfig(
     JIRA_PAGE_SIZE: envInt(1, 100)
       .default(25)
       .describe('Default number of issues per page (the model may ask for up to 100).'),
+    JIRA_DEDUPE_WINDOW_MIN: envInt(1, 1440)
+      .default(10)
+      .describe(
+        'A create or comment identical in everything it sends, repeated within this many minutes, returns the earlier one instead of writing twice.',
+      ),
   },
   {
     checks: [credentials],

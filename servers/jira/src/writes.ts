@@ -4,6 +4,7 @@ import type { CallBounds, Jira, JiraApi } from './client.js';
 import type { JiraDeps } from './deps.js';
 import type { JiraIssue } from './format.js';
 import { allowedKey, requireInScope } from './format.js';
+import { quote } from './jql.js';
 
 /** Writes to a closed system the operator configured: not destructive, not idempotent. */
 export const JIRA_WRITE: ToolAnnotations = {
@@ -15,6 +16,89 @@ export const JIRA_WRITE: ToolAnnotations = {
 
 /** The entity property a create or comment carries its content key in. */
 export const DEDUPE_PROPERTY = 'gatehouse';
+
+/** Pages of 100 a create's lookup reads at most: 500 creates by the account within the window. */
+const LOOKUP_PAGES = 5;
+
+/** The content key a write's entity property holds. */
+const keyOf = (properties: unknown): string | undefined =>
+  (properties as Record<string, { key?: unknown } | undefined> | undefined)?.[DEDUPE_PROPERTY]
+    ?.key as string | undefined;
+
+/**
+ * An earlier create of the same content, by this server's account, in the dedupe window. Jira
+ * Cloud makes an entity property searchable by JQL only when an app declares it (Forge
+ * `jira:entityProperty`, Connect `jiraEntityProperties`; a REST client cannot:
+ * developer.atlassian.com/cloud/jira/platform/jira-entity-properties/), so the search uses what
+ * Jira indexes — the project, the reporter (the server's account), the creation time — and each
+ * candidate's property is read back with the results (`properties`) to confirm the key. Throws
+ * when the window holds more creates than it reads (the caller says the write was not checked).
+ */
+export async function findCreated(
+  jira: Jira,
+  bounds: CallBounds,
+  project: string,
+  key: string,
+  windowMin: number,
+): Promise<string | undefined> {
+  const jql = `project = ${quote(project)} AND reporter = currentUser() AND created >= ${quote(`-${windowMin}m`)} ORDER BY created DESC`;
+  let token: string | undefined;
+  for (let page = 0; page < LOOKUP_PAGES; page++) {
+    const found = await jira.call(bounds, 'read', (api) =>
+      api.issueSearch.searchAndReconsileIssuesUsingJqlPost({
+        jql,
+        fields: ['created'],
+        properties: [DEDUPE_PROPERTY],
+        maxResults: 100,
+        ...(token === undefined ? {} : { nextPageToken: token }),
+      }),
+    );
+    const hit = (found.issues ?? []).find((i) => keyOf(i.properties) === key);
+    if (hit?.key !== undefined) return hit.key;
+    if (found.isLast !== false || typeof found.nextPageToken !== 'string') return undefined;
+    token = found.nextPageToken;
+  }
+  throw new ToolError(
+    `more than ${LOOKUP_PAGES * 100} issues were created in ${project} by this server's account in the last ${windowMin} minutes`,
+    { code: 'lookup_bounded' },
+  );
+}
+
+/**
+ * An earlier identical comment on `issue` by this server, in the dedupe window: the comments are
+ * read newest first, with their properties (`expand=properties`), until one is older than the
+ * window.
+ */
+export async function findComment(
+  jira: Jira,
+  bounds: CallBounds,
+  issue: string,
+  key: string,
+  windowMin: number,
+): Promise<string | undefined> {
+  const since = Date.now() - windowMin * 60_000;
+  for (let startAt = 0; ;) {
+    const page = await jira.call(bounds, 'read', (api) =>
+      api.issueComments.getComments({
+        issueIdOrKey: issue,
+        orderBy: '-created',
+        startAt,
+        maxResults: 100,
+        expand: 'properties',
+      }),
+    );
+    const comments = page.comments ?? [];
+    for (const c of comments) {
+      if (new Date(c.created ?? 0).getTime() < since) return undefined;
+      const held = Object.fromEntries(
+        (c.properties ?? []).map((p): [string, unknown] => [p.key ?? '', p.value]),
+      );
+      if (keyOf(held) === key) return c.id;
+    }
+    startAt += comments.length;
+    if (comments.length === 0 || startAt >= (page.total ?? 0)) return undefined;
+  }
+}
 
 /**
  * The issue a write acts on: its key inside the scope before the request, and the project Jira

@@ -97,7 +97,9 @@ describe('jira_create_issue', () => {
     expect(fake.world.issues.length).toBe(before);
   });
 
-  it('creates once: a lost answer and a repeat return the first issue', async () => {
+  it('creates once with the property unindexed, as on Jira Cloud: a lost answer and a repeat return the first issue', async () => {
+    // The fake, like Jira Cloud, cannot search the gatehouse property by JQL (no app declared
+    // an index): the lookup finds the issue by project, reporter and creation time instead.
     const before = fake.world.issues.length;
     fake.fail({ match: 'POST /rest/api/3/issue', status: 504, afterEffect: true });
     const first = await call('jira_create_issue', {
@@ -105,7 +107,8 @@ describe('jira_create_issue', () => {
       type: 'Task',
       summary: 'Rotate keys',
     });
-    expect(first.structuredContent).toMatchObject({ deduplicated: true });
+    expect(first.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
+    expect(text(first)).toMatch(/^Created once \(Jira's answer was lost; found it\): OPS-\d+/);
     const again = await call('jira_create_issue', {
       project: 'OPS',
       type: 'Task',
@@ -115,7 +118,38 @@ describe('jira_create_issue', () => {
       key: (first.structuredContent as { key: string }).key,
       deduplicated: true,
     });
+    expect(text(again)).toMatch(/^Already created within the dedupe window/);
     expect(fake.world.issues.length).toBe(before + 1);
+    expect(fake.queries.some((q) => q.includes('issue.property'))).toBe(false);
+  });
+
+  it('keys a create on everything it sends: a change of priority or labels is a new issue', async () => {
+    const base = { project: 'OPS', type: 'Task', summary: 'Renew the TLS certificate' };
+    const a = await call('jira_create_issue', { ...base, priority: 'High' });
+    const b = await call('jira_create_issue', { ...base, priority: 'Low', labels: ['tls'] });
+    const [ka, kb] = [a, b].map((r) => (r.structuredContent as { key: string }).key);
+    expect(ka).not.toBe(kb);
+    expect(b.structuredContent).toMatchObject({ deduplicated: false });
+    expect(fake.issue(kb!)).toMatchObject({ priority: 'Low', labels: ['tls'] });
+  });
+
+  it('creates anyway when the check for an earlier create fails, and says so', async () => {
+    const before = fake.world.issues.length;
+    fake.fail({ match: 'POST /rest/api/3/search/jql', status: 400 });
+    const created = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Check the backups',
+    });
+    expect(created.isError).toBeFalsy();
+    expect(fake.world.issues.length).toBe(before + 1);
+    expect(created.structuredContent).toMatchObject({
+      deduplicated: false,
+      unchecked: expect.stringMatching(/Jira answered 400/),
+    });
+    expect(text(created)).toMatch(
+      /^Created without checking for an earlier identical one \(the check failed: .*\); if this was a retry, look for an issue in OPS made twice: OPS-\d+/,
+    );
   });
 
   it('previews with dry_run and sends nothing', async () => {
@@ -170,9 +204,32 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
       key: 'OPS-2',
       body: 'Freed **20 GB**; watching.',
     });
-    expect(first.structuredContent).toMatchObject({ deduplicated: true });
+    expect(first.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
     expect(fake.issue('OPS-2').comments.length).toBe(before + 1);
     expect(validateAdf(fake.issue('OPS-2').comments.at(-1)!.body)).toEqual([]);
+    const again = await call('jira_add_comment', {
+      key: 'OPS-2',
+      body: 'Freed **20 GB**; watching.',
+    });
+    expect(again.structuredContent).toMatchObject({ deduplicated: true });
+    expect(fake.issue('OPS-2').comments.length).toBe(before + 1);
+  });
+
+  it('posts the same comment again once the dedupe window has passed (a second day, a second note)', async () => {
+    const body = 'Deployed to staging.';
+    const first = await call('jira_add_comment', { key: 'OPS-3', body });
+    expect(first.structuredContent).toMatchObject({ deduplicated: false });
+    // Yesterday's note: older than JIRA_DEDUPE_WINDOW_MIN (10 minutes by default).
+    fake.issue('OPS-3').comments.at(-1)!.created = new Date(Date.now() - 86_400_000)
+      .toISOString()
+      .replace('Z', '+0000');
+    const second = await call('jira_add_comment', { key: 'OPS-3', body });
+    expect(second.structuredContent).toMatchObject({ deduplicated: false });
+    expect(
+      fake
+        .issue('OPS-3')
+        .comments.filter((c) => JSON.stringify(c.body).includes('Deployed to staging')).length,
+    ).toBe(2);
   });
 
   it('moves an issue by transition or status name, and says when it is already there', async () => {

@@ -208,12 +208,14 @@ describe('posting once', () => {
     const before = fake.channel('#incidents').messages.length;
     fake.fail({ match: 'POST /chat.postMessage', status: 502, afterEffect: true });
     const result = await post({ text: 'status: all clear' });
-    expect(text(result)).toMatch(/^Already posted/);
-    expect(result.structuredContent).toMatchObject({ deduplicated: true });
+    // Said once, as what happened: this call posted it; its answer was lost and found again.
+    expect(text(result)).toMatch(/^Posted once \(Slack's answer was lost; found the message\)/);
+    expect(result.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
     expect(fake.channel('#incidents').messages.length).toBe(before + 1);
     // The same post again, within the window: the first message, nothing new.
     const again = await post({ text: 'status: all clear' });
     expect(again.structuredContent).toMatchObject({ deduplicated: true, ts: lastPosted().ts });
+    expect(text(again)).toMatch(/^Already posted within the dedupe window/);
     expect(fake.channel('#incidents').messages.length).toBe(before + 1);
   });
 

@@ -4,6 +4,7 @@
  * idempotent writes, the target scope. See docs/adding-a-server.md.
  */
 export { ambiguous, dedupeKey, postOnce } from './post-once.js';
+export type { PostOnceOptions, PostOutcome } from './post-once.js';
 export { Pacer, mayWait, retryAfterSeconds, sleep, waitingOutRateLimits } from './rate-limits.js';
 export type { RateLimitWaitOptions, ResetHeaders, WaitRule } from './rate-limits.js';
 export { TargetScope } from './target-scope.js';

@@ -6,6 +6,7 @@
  * in a GitHub body, message metadata on Slack, an issue property on Jira).
  */
 import { createHash } from 'node:crypto';
+import { UpstreamError } from '../errors.js';
 
 /** The key of a write: a hash of the principal and the exact content. */
 export function dedupeKey(parts: Record<string, unknown>): string {
@@ -18,25 +19,68 @@ export function ambiguous(error: unknown): boolean {
   return typeof status !== 'number' || status >= 500;
 }
 
+/** What {@link postOnce} did. */
+export interface PostOutcome<T> {
+  value: T;
+  /** An identical write existed before this call: nothing new was sent. */
+  deduplicated: boolean;
+  /** This call's write went through, but its answer was lost; it was found afterwards. */
+  recovered: boolean;
+  /**
+   * Set when the look for an earlier write failed and the write went ahead anyway
+   * (`onLookupFailure: 'post'`): why. The answer must say so — a retry may have made a duplicate.
+   */
+  unchecked?: string;
+}
+
+/** Options of {@link postOnce}. */
+export interface PostOnceOptions {
+  /** Turns a failure into what the model sees (the vendor's upstream error mapping). */
+  mapError?: (error: unknown) => unknown;
+  /**
+   * When the look for an earlier write fails before posting: `refuse` (the default) reports the
+   * failure and sends nothing; `post` writes anyway and reports `unchecked`.
+   */
+  onLookupFailure?: 'refuse' | 'post';
+}
+
 /**
- * Posts once: returns what an earlier identical write made (`deduplicated: true`), else posts;
- * when the post fails without an answer, looks again before reporting the failure. `mapError`
- * turns the failure into what the model sees (the vendor's upstream error mapping).
+ * Posts once: returns what an earlier identical write made (`deduplicated`), else posts; when
+ * the post fails without an answer, looks again before reporting the failure (`recovered`).
  */
 export async function postOnce<T>(
   signal: AbortSignal,
   find: () => Promise<T | undefined>,
   post: () => Promise<T>,
-  mapError: (error: unknown) => unknown = (error) => error,
-): Promise<{ value: T; deduplicated: boolean }> {
-  const earlier = await find();
-  if (earlier !== undefined) return { value: earlier, deduplicated: true };
+  options: PostOnceOptions = {},
+): Promise<PostOutcome<T>> {
+  const mapError = options.mapError ?? ((error: unknown) => error);
+  let unchecked: string | undefined;
   try {
-    return { value: await post(), deduplicated: false };
+    const earlier = await find();
+    if (earlier !== undefined) return { value: earlier, deduplicated: true, recovered: false };
+  } catch (error) {
+    if (signal.aborted || options.onLookupFailure !== 'post') throw mapError(error);
+    const mapped = mapError(error);
+    unchecked =
+      mapped instanceof UpstreamError
+        ? mapped.toolMessage()
+        : mapped instanceof Error
+          ? mapped.message
+          : String(mapped);
+  }
+  const outcome = (value: T, recovered: boolean): PostOutcome<T> => ({
+    value,
+    deduplicated: false,
+    recovered,
+    ...(unchecked === undefined ? {} : { unchecked }),
+  });
+  try {
+    return outcome(await post(), false);
   } catch (error) {
     if (!signal.aborted && ambiguous(error)) {
       const made = await find().catch(() => undefined);
-      if (made !== undefined) return { value: made, deduplicated: true };
+      if (made !== undefined) return outcome(made, true);
     }
     throw signal.aborted ? (signal.reason as unknown) : mapError(error);
   }

@@ -30,6 +30,9 @@ export function addCommentTool(deps: GitHubDeps) {
     output: z.object({
       comment: z.object({ id: z.number().int(), url: z.string(), created_at: z.string() }),
       deduplicated: z.boolean(),
+      recovered: z
+        .boolean()
+        .describe("True when GitHub's answer was lost and the comment was found"),
     }),
     target: (args) => repoTarget(args.repo, args.number),
     async handler(args, ctx) {
@@ -51,7 +54,11 @@ export function addCommentTool(deps: GitHubDeps) {
         body: args.body,
       });
       const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
-      const { value: c, deduplicated } = await postOnce(
+      const {
+        value: c,
+        deduplicated,
+        recovered,
+      } = await postOnce(
         ctx,
         () => findComment(deps.github, ctx, repo, args.number, key, window),
         async () =>
@@ -69,8 +76,9 @@ export function addCommentTool(deps: GitHubDeps) {
         structured: {
           comment: { id: c.id, url: c.html_url, created_at: c.created_at },
           deduplicated,
+          recovered,
         },
-        text: `${deduplicated ? 'Already posted (same comment within the dedupe window)' : 'Commented'}: ${c.html_url}`,
+        text: `${deduplicated ? 'Already posted (same comment within the dedupe window; nothing new sent)' : recovered ? "Commented once (GitHub's answer was lost; found the comment)" : 'Commented'}: ${c.html_url}`,
       };
     },
   });

@@ -59,6 +59,9 @@ export function createIssueTool(deps: GitHubDeps) {
       deduplicated: z
         .boolean()
         .describe('True when an identical create had already made this issue'),
+      recovered: z
+        .boolean()
+        .describe("True when GitHub's answer to this create was lost and the issue was found"),
     }),
     target: (args) => repoTarget(args.repo),
     async handler(args, ctx) {
@@ -111,7 +114,7 @@ export function createIssueTool(deps: GitHubDeps) {
         ...request,
       });
       const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
-      const { value, deduplicated } = await postOnce(
+      const { value, deduplicated, recovered } = await postOnce(
         ctx,
         () => findIssue(deps.github, ctx, repo, key, window),
         async () =>
@@ -128,8 +131,8 @@ export function createIssueTool(deps: GitHubDeps) {
       );
       const view = projectIssue(value, CREATED_FIELDS);
       return {
-        structured: { issue: view, deduplicated },
-        text: `${deduplicated ? 'Already created (same request within the dedupe window)' : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
+        structured: { issue: view, deduplicated, recovered },
+        text: `${deduplicated ? 'Already created (same request within the dedupe window; nothing new sent)' : recovered ? "Created once (GitHub's answer was lost; found the issue)" : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
       };
     },
   });

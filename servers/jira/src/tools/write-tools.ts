@@ -5,11 +5,17 @@ import { jiraError } from '../client.js';
 import type { JiraDeps } from '../deps.js';
 import { allowedProject, issueView } from '../format.js';
 import { keyTarget } from '../format.js';
-import type { JiraIssue } from '../format.js';
-import { quote } from '../jql.js';
 import { markdownToAdf } from '../markdown.js';
 import { accountIdOf } from '../people.js';
-import { DEDUPE_PROPERTY, JIRA_WRITE, checkCreate, writeCall, writableIssue } from '../writes.js';
+import {
+  DEDUPE_PROPERTY,
+  JIRA_WRITE,
+  checkCreate,
+  findComment,
+  findCreated,
+  writeCall,
+  writableIssue,
+} from '../writes.js';
 
 const KeyArg = z.string().min(3).max(32).describe('The issue key, e.g. OPS-12.');
 const PriorityArg = z
@@ -43,7 +49,16 @@ export function createIssueTool(deps: JiraDeps) {
         .describe('Labels (no spaces).'),
       assignee: PersonArg.describe('A name, e-mail or "me".'),
     }),
-    output: z.object({ key: z.string(), url: z.string(), deduplicated: z.boolean() }),
+    output: z.object({
+      key: z.string(),
+      url: z.string(),
+      deduplicated: z.boolean().describe('An identical create in the dedupe window made it'),
+      recovered: z.boolean().describe("Jira's answer was lost; the issue was found"),
+      unchecked: z
+        .string()
+        .optional()
+        .describe('Why the check for an earlier identical create failed (it was created anyway)'),
+    }),
     target: (args) => scope.target(args.project.trim().toUpperCase()),
     async handler(args, ctx) {
       const project = allowedProject(scope, args.project);
@@ -57,46 +72,59 @@ export function createIssueTool(deps: JiraDeps) {
       if (args.assignee !== undefined)
         fields.assignee = { accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee') };
       fields.issuetype = { id: await checkCreate(jira, ctx, project, args.type, fields) };
-      const key = dedupeKey({
-        who: ctx.principal.id,
-        project,
-        type: args.type,
-        summary: args.summary,
-        description: args.description ?? '',
-      });
+      // The key covers everything sent (the resolved assignee and type too), by whom.
+      const key = dedupeKey({ who: ctx.principal.id, fields });
       const request = {
         fields,
         properties: [{ key: DEDUPE_PROPERTY, value: { key, audit_event: ctx.eventId } }],
       };
       if (ctx.dryRun)
         return ctx.preview(request, `Would create a ${args.type} in ${project}: ${args.summary}`);
-      const { value, deduplicated } = await postOnce(
+      const window = config.JIRA_DEDUPE_WINDOW_MIN;
+      const outcome = await postOnce(
         ctx.signal,
-        async () => {
-          const found = await jira.call(ctx, 'read', (api) =>
-            api.issueSearch.searchAndReconsileIssuesUsingJqlPost({
-              jql: `project = ${quote(project)} AND issue.property[${DEDUPE_PROPERTY}].key = ${quote(key)}`,
-              fields: ['summary'],
-              maxResults: 1,
-            }),
-          );
-          return (found.issues?.[0] as JiraIssue | undefined)?.key;
-        },
+        () => findCreated(jira, ctx, project, key, window),
         async () => {
           const created = await writeCall(deps, ctx, `create issues in ${project}`, (api) =>
             api.issues.createIssue(request),
           );
           return created.key ?? '';
         },
-        jiraError,
+        { mapError: jiraError, onLookupFailure: 'post' },
       );
+      const { value, deduplicated, recovered } = outcome;
       const url = `${config.JIRA_URL.replace(/\/$/, '')}/browse/${value}`;
       return {
-        structured: { key: value, url, deduplicated },
-        text: `${deduplicated ? 'Already created' : 'Created'} ${value}: ${url}`,
+        structured: {
+          key: value,
+          url,
+          deduplicated,
+          recovered,
+          ...(outcome.unchecked === undefined ? {} : { unchecked: outcome.unchecked }),
+        },
+        text: `${writeSaid(outcome, 'created', `an issue in ${project}`)} ${value}: ${url}`,
       };
     },
   });
+}
+
+/**
+ * What a once-only write did, in words: done; done once, its answer lost and found again;
+ * already done by an identical write in the window (nothing new sent); or done without the
+ * check for an earlier one, which failed — so a retry may have made a duplicate.
+ */
+function writeSaid(
+  outcome: { deduplicated: boolean; recovered: boolean; unchecked?: string },
+  verb: string,
+  what: string,
+): string {
+  const done = `${verb[0]!.toUpperCase()}${verb.slice(1)}`;
+  if (outcome.deduplicated)
+    return `Already ${verb} within the dedupe window (an identical request; nothing new sent):`;
+  if (outcome.recovered) return `${done} once (Jira's answer was lost; found it):`;
+  if (outcome.unchecked !== undefined)
+    return `${done} without checking for an earlier identical one (the check failed: ${outcome.unchecked}); if this was a retry, look for ${what} made twice:`;
+  return `${done}`;
 }
 
 /** `jira_update_issue` (write): only the fields given change. */
@@ -164,7 +192,7 @@ export function updateIssueTool(deps: JiraDeps) {
 
 /** `jira_add_comment` (write): Markdown as ADF, posted once. */
 export function addCommentTool(deps: JiraDeps) {
-  const { scope, jira } = deps;
+  const { scope, jira, config } = deps;
   return defineTool({
     name: 'jira_add_comment',
     title: 'Comment on an issue',
@@ -177,49 +205,49 @@ export function addCommentTool(deps: JiraDeps) {
       key: KeyArg,
       body: z.string().min(1).max(32_000).describe('Markdown.'),
     }),
-    output: z.object({ key: z.string(), comment_id: z.string(), deduplicated: z.boolean() }),
+    output: z.object({
+      key: z.string(),
+      comment_id: z.string(),
+      deduplicated: z.boolean().describe('An identical comment in the dedupe window is it'),
+      recovered: z.boolean().describe("Jira's answer was lost; the comment was found"),
+      unchecked: z
+        .string()
+        .optional()
+        .describe('Why the check for an earlier identical comment failed (it was posted anyway)'),
+    }),
     target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
       const issue = await writableIssue(deps, ctx, args.key);
       const key = issue.key ?? args.key;
-      const dedupe = dedupeKey({ who: ctx.principal.id, key, body: args.body });
+      const body = markdownToAdf(args.body);
+      const dedupe = dedupeKey({ who: ctx.principal.id, key, body });
       const request = {
         issueIdOrKey: key,
-        body: markdownToAdf(args.body),
+        body,
         properties: [{ key: DEDUPE_PROPERTY, value: { key: dedupe, audit_event: ctx.eventId } }],
       };
       if (ctx.dryRun) return ctx.preview(request, `Would comment on ${key}.`);
-      const { value, deduplicated } = await postOnce(
+      const outcome = await postOnce(
         ctx.signal,
-        async () => {
-          const page = await jira.call(ctx, 'read', (api) =>
-            api.issueComments.getComments({
-              issueIdOrKey: key,
-              orderBy: '-created',
-              maxResults: 50,
-              expand: 'properties',
-            }),
-          );
-          const hit = (page.comments ?? []).find((c) =>
-            (c.properties ?? []).some(
-              (p) =>
-                p.key === DEDUPE_PROPERTY &&
-                (p.value as { key?: string } | undefined)?.key === dedupe,
-            ),
-          );
-          return hit?.id;
-        },
+        () => findComment(jira, ctx, key, dedupe, config.JIRA_DEDUPE_WINDOW_MIN),
         async () => {
           const comment = await writeCall(deps, ctx, `comment on ${key}`, (api) =>
             api.issueComments.addComment(request),
           );
           return comment.id ?? '';
         },
-        jiraError,
+        { mapError: jiraError, onLookupFailure: 'post' },
       );
+      const { value, deduplicated, recovered } = outcome;
       return {
-        structured: { key, comment_id: value, deduplicated },
-        text: `${deduplicated ? 'Already commented' : 'Commented'} on ${key} (comment ${value}).`,
+        structured: {
+          key,
+          comment_id: value,
+          deduplicated,
+          recovered,
+          ...(outcome.unchecked === undefined ? {} : { unchecked: outcome.unchecked }),
+        },
+        text: `${writeSaid(outcome, 'commented', `a comment on ${key}`)} on ${key} (comment ${value}).`,
       };
     },
   });

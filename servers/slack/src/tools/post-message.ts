@@ -71,6 +71,7 @@ export function postMessageTool(deps: SlackDeps) {
       deduplicated: z
         .boolean()
         .describe('The same post was already made in the dedupe window; nothing new was sent'),
+      recovered: z.boolean().describe("Slack's answer was lost; the message was found"),
     }),
     target: (args) => channels.target(args.channel),
     async handler(args, ctx) {
@@ -100,14 +101,14 @@ export function postMessageTool(deps: SlackDeps) {
           `Would post ${text.length} character(s) to #${channel.name}${args.thread_ts === undefined ? '' : ` in thread ${args.thread_ts}`}.`,
         );
       }
-      const { value, deduplicated } = await postOnce(
+      const { value, deduplicated, recovered } = await postOnce(
         ctx.signal,
         () => find(ctx, channel.id, args.thread_ts, key),
         async () => {
           const posted = await slack.call(ctx, 'write', (c) => c.chat.postMessage(request));
           return { ts: posted.ts ?? '' };
         },
-        slackError,
+        { mapError: slackError },
       );
       const message: SlackMessage = {
         ts: value.ts ?? '',
@@ -121,8 +122,9 @@ export function postMessageTool(deps: SlackDeps) {
           ...(args.thread_ts === undefined ? {} : { thread_ts: args.thread_ts }),
           ...(link === undefined ? {} : { permalink: link }),
           deduplicated,
+          recovered,
         },
-        text: `${deduplicated ? 'Already posted (nothing new sent)' : 'Posted'} to #${channel.name}${link === undefined ? '' : `: ${link}`}`,
+        text: `${deduplicated ? 'Already posted within the dedupe window (an identical message; nothing new sent)' : recovered ? "Posted once (Slack's answer was lost; found the message)" : 'Posted'} to #${channel.name}${link === undefined ? '' : `: ${link}`}`,
       };
     },
   });
