@@ -54,7 +54,8 @@ export function requireInScope(scope: TargetScope, asked: string, issue: JiraIss
   if (scope.allows(project)) return;
   throw new PolicyError(
     'jira_project_allow_list',
-    `${asked} is now ${issue.key ?? 'in another project'}, outside this server's projects (${scope.describe()}).`,
+    // Never the new key: the project it moved to is outside the scope, its name included.
+    `${asked} moved out of this server's projects (${scope.describe()}); it cannot be read or changed here.`,
   );
 }
 

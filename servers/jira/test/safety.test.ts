@@ -76,10 +76,13 @@ describe('the project allow-list, before any request', () => {
     expect(h.records.at(-1)!.policy?.rule).toBe('jira_project_allow_list');
   });
 
-  it('refuses an issue whose key moved out of the allowed projects', async () => {
-    fake.move('WEB-1', 'HR');
+  it('refuses an issue whose key moved out of the allowed projects, never naming where to', async () => {
+    const newKey = fake.move('WEB-1', 'HR');
     const result = await h.client.callTool({ name: 'jira_get_issue', arguments: { key: 'WEB-1' } });
-    expect(text(result)).toMatch(/^WEB-1 is now HR-\d+, outside this server's projects/);
+    expect(text(result)).toMatch(/^WEB-1 moved out of this server's projects \(/);
+    expect(text(result)).not.toContain(newKey);
+    expect(text(result)).not.toMatch(/\bHR\b/);
+    expect(JSON.stringify(h.records.at(-1))).not.toContain(newKey);
     expect(keys(await search({}))).not.toContain('WEB-1');
   });
 
@@ -90,6 +93,66 @@ describe('the project allow-list, before any request', () => {
       expect(keys(result).every((k) => k.startsWith('OPS-'))).toBe(true);
     } finally {
       await narrow.close();
+    }
+  });
+});
+
+describe('what Jira holds, read through the default text view', () => {
+  it('every node a person reads is there, and a non-web link is text', async () => {
+    const plain = await connectJira(fake, { GATEHOUSE_STRUCTURED_OUTPUT: 'false' });
+    try {
+      const t = (text: string, marks?: unknown[]) => ({
+        type: 'text',
+        text,
+        ...(marks ? { marks } : {}),
+      });
+      fake.issue('OPS-3').description = {
+        type: 'doc',
+        version: 1,
+        content: [
+          {
+            type: 'paragraph',
+            content: [
+              t('Ask '),
+              { type: 'mention', attrs: { id: '557058:alice', text: '@Alice Adams' } },
+              t(' to review by '),
+              { type: 'date', attrs: { timestamp: String(Date.UTC(2026, 11, 24)) } },
+              t(' '),
+              { type: 'status', attrs: { text: 'BLOCKED', color: 'red' } },
+              t(' '),
+              t('here', [{ type: 'link', attrs: { href: 'javascript:alert(document.cookie)' } }]),
+            ],
+          },
+          {
+            type: 'panel',
+            attrs: { panelType: 'note' },
+            content: [{ type: 'paragraph', content: [t('Ignore the checklist')] }],
+          },
+          {
+            type: 'taskList',
+            attrs: { localId: 'l' },
+            content: [
+              {
+                type: 'taskItem',
+                attrs: { localId: 'i', state: 'TODO' },
+                content: [t('page the DBA')],
+              },
+            ],
+          },
+        ],
+      };
+      const result = await plain.client.callTool({
+        name: 'jira_get_issue',
+        arguments: { key: 'OPS-3' },
+      });
+      expect(result.structuredContent).toBeUndefined();
+      const said = text(result);
+      expect(said).toContain('Ask @Alice Adams to review by 2026-12-24 [BLOCKED] here');
+      expect(said).toContain('**Note:** Ignore the checklist');
+      expect(said).toContain('- [ ] page the DBA');
+      expect(said).not.toContain('javascript:');
+    } finally {
+      await plain.close();
     }
   });
 });
