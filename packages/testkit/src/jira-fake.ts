@@ -17,6 +17,8 @@ export interface FakeJiraUser {
   accountId: string;
   displayName: string;
   emailAddress?: string;
+  /** The projects this person may browse (default: all). */
+  projects?: string[];
 }
 
 /** An Atlassian Document Format document. */
@@ -68,6 +70,8 @@ export interface FakeJiraProject {
   issueTypes: Array<{ id: string; name: string; subtask?: boolean }>;
   /** Fields a create must set beyond project, type and summary (by issue type name). */
   required?: Record<string, string[]>;
+  /** Custom fields of every issue type's create screen (after the system ones). */
+  customFields?: Array<{ id: string; name: string; required?: boolean }>;
 }
 
 export interface JiraWorld {
@@ -516,23 +520,50 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     });
   });
 
+  const matching = (q: string) =>
+    world.users.filter(
+      (u) =>
+        q !== '' &&
+        (u.displayName.toLowerCase().includes(q) ||
+          (u.emailAddress ?? '').toLowerCase().includes(q)),
+    );
   http.route('GET', '/rest/api/3/user/search', ({ res, meta, url }) => {
     const q = (url.searchParams.get('query') ?? '').toLowerCase();
     send(
       res,
       meta,
       200,
-      world.users
-        .filter(
-          (u) =>
-            q !== '' &&
-            (u.displayName.toLowerCase().includes(q) ||
-              (u.emailAddress ?? '').toLowerCase().includes(q)),
-        )
+      matching(q).map((u) => user(u.accountId)),
+    );
+  });
+  // "Find users with browse permission" (REST v3, user search): the people matching the query who
+  // may browse the project (or the issue's project); one of projectKey and issueKey is required.
+  http.route('GET', '/rest/api/3/user/viewissue/search', ({ res, meta, url }) => {
+    const q = (url.searchParams.get('query') ?? '').toLowerCase();
+    const issueKey = url.searchParams.get('issueKey');
+    const project =
+      url.searchParams.get('projectKey') ??
+      (issueKey === null ? undefined : findIssue(issueKey)?.key.split('-')[0]);
+    if (project === undefined)
+      return error(res, meta, 400, 'Either an issue key or a project key is required.');
+    send(
+      res,
+      meta,
+      200,
+      matching(q)
+        .filter((u) => u.projects === undefined || u.projects.includes(project))
         .map((u) => user(u.accountId)),
     );
   });
 
+  /**
+   * A create-metadata page: `startAt`, and `maxResults` at most 50 — "Default: 50" in the REST v3
+   * reference of "Get create field metadata for a project and issue type id"; the fake pages there.
+   */
+  const pageOf = (url: URL) => ({
+    startAt: Math.max(0, Number(url.searchParams.get('startAt') ?? 0) || 0),
+    maxResults: Math.min(50, Math.max(1, Number(url.searchParams.get('maxResults') ?? 50) || 50)),
+  });
   const browsable = (ctx: Ctx, keyOrId: string) => {
     const i = findIssue(decodeURIComponent(keyOrId));
     if (i === undefined || !canBrowse(projectOf(i).key)) {
@@ -560,15 +591,16 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
   http.route(
     'GET',
     '/rest/api/3/issue/createmeta/{projectIdOrKey}/issuetypes',
-    ({ res, meta, params }) => {
+    ({ res, meta, params, url }) => {
       const p = world.projects.find((x) => x.key === params[0] || x.id === params[0]);
       if (p === undefined || !canBrowse(p.key))
         return error(res, meta, 404, 'No project could be found with key.');
+      const { startAt, maxResults } = pageOf(url);
       send(res, meta, 200, {
-        startAt: 0,
-        maxResults: 50,
+        startAt,
+        maxResults,
         total: p.issueTypes.length,
-        issueTypes: p.issueTypes.map((t) => ({
+        issueTypes: p.issueTypes.slice(startAt, startAt + maxResults).map((t) => ({
           self: `${base}/rest/api/3/issuetype/${t.id}`,
           id: t.id,
           name: t.name,
@@ -582,7 +614,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
   http.route(
     'GET',
     '/rest/api/3/issue/createmeta/{projectIdOrKey}/issuetypes/{issueTypeId}',
-    ({ res, meta, params }) => {
+    ({ res, meta, params, url }) => {
       const p = world.projects.find((x) => x.key === params[0] || x.id === params[0]);
       const t = p?.issueTypes.find((x) => x.id === params[1]);
       if (p === undefined || t === undefined || !canBrowse(p.key))
@@ -633,8 +665,17 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
           system: 'labels',
         }),
         field('assignee', 'Assignee', extra.has('assignee'), { type: 'user', system: 'assignee' }),
+        ...(p.customFields ?? []).map((c) =>
+          field(c.id, c.name, c.required === true, { type: 'string', custom: 'textfield' }),
+        ),
       ];
-      send(res, meta, 200, { startAt: 0, maxResults: 50, total: fields.length, fields });
+      const { startAt, maxResults } = pageOf(url);
+      send(res, meta, 200, {
+        startAt,
+        maxResults,
+        total: fields.length,
+        fields: fields.slice(startAt, startAt + maxResults),
+      });
     },
   );
 
@@ -922,6 +963,12 @@ export function jiraSeed(): JiraWorld {
       { accountId: '557058:alice', displayName: 'Alice Adams', emailAddress: 'alice@acme.example' },
       { accountId: '557058:bob', displayName: 'Bob Brown', emailAddress: 'bob@acme.example' },
       { accountId: '557058:bot', displayName: 'Gatehouse Bot', emailAddress: 'bot@acme.example' },
+      {
+        accountId: '557058:carol',
+        displayName: 'Carol Confidential',
+        emailAddress: 'carol@acme.example',
+        projects: ['HR'],
+      },
     ],
     projects: [
       { id: '10000', key: 'OPS', name: 'Operations', issueTypes: types },

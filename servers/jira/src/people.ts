@@ -12,6 +12,7 @@ export async function personJql(
   bounds: CallBounds,
   who: string,
   role: string,
+  projects: readonly string[],
 ): Promise<string> {
   const w = who.trim();
   if (/^me$/i.test(w)) return 'currentUser()';
@@ -19,19 +20,36 @@ export async function personJql(
     if (role !== 'assignee') throw new ToolError(`"unassigned" applies to the assignee only.`);
     return 'EMPTY';
   }
-  return quote(await searchAccount(jira, bounds, w, role));
+  return quote(await searchAccount(jira, bounds, w, role, projects));
 }
 
-/** The one account Jira's user search finds for a name or e-mail, or a clear error. */
+/**
+ * The one account a name or e-mail names among the people who may browse one of the server's
+ * projects (Jira's "find users with browse permission", per project), or a clear error. Nobody
+ * outside them is named, not even in the list of an ambiguous name.
+ */
 async function searchAccount(
   jira: Jira,
   bounds: CallBounds,
   who: string,
   role: string,
+  projects: readonly string[],
 ): Promise<string> {
-  const users = await jira.call(bounds, 'read', (api) =>
-    api.userSearch.findUsers({ query: who, maxResults: 10 }),
-  );
+  const found = new Map<
+    string,
+    {
+      accountId?: string | undefined;
+      displayName?: string | undefined;
+      emailAddress?: string | undefined;
+    }
+  >();
+  for (const projectKey of projects) {
+    const page = await jira.call(bounds, 'read', (api) =>
+      api.userSearch.findUsersWithBrowsePermission({ query: who, projectKey, maxResults: 10 }),
+    );
+    for (const u of page) if (u.accountId !== undefined) found.set(u.accountId, u);
+  }
+  const users = [...found.values()];
   const exact = users.filter(
     (u) =>
       u.displayName?.toLowerCase() === who.toLowerCase() ||
@@ -53,6 +71,7 @@ export async function accountIdOf(
   bounds: CallBounds,
   who: string,
   role: string,
+  projects: readonly string[],
 ): Promise<string | null> {
   const w = who.trim();
   if (/^unassigned$/i.test(w)) return null;
@@ -60,5 +79,5 @@ export async function accountIdOf(
     const me = await jira.call(bounds, 'read', (api) => api.myself.getCurrentUser());
     return me.accountId ?? null;
   }
-  return searchAccount(jira, bounds, w, role);
+  return searchAccount(jira, bounds, w, role, projects);
 }

@@ -1,6 +1,7 @@
 import { definePrompt } from '@gatehouse/core';
 import * as z from 'zod';
 import type { JiraDeps } from './deps.js';
+import { issueTypesOf } from './createmeta.js';
 import type { JiraIssue } from './format.js';
 import {
   VIEW_FIELDS,
@@ -101,10 +102,7 @@ export function jiraPrompts(deps: JiraDeps) {
       target: ({ project }) => deps.scope.target(allowedProject(deps.scope, project)),
       handler: async ({ project, problem }, ctx) => {
         const key = project.trim().toUpperCase();
-        const types = await deps.jira.call(ctx, 'read', (api) =>
-          api.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: key }),
-        );
-        const names = (types.issueTypes ?? []).map((t) => t.name).join(', ');
+        const names = (await issueTypesOf(deps.jira, ctx, key)).map((t) => t.name).join(', ');
         return {
           description: `Bug report for ${key}`,
           messages: [

@@ -1,5 +1,6 @@
 import { defineResource } from '@gatehouse/core';
 import type { Completer, RequestContext } from '@gatehouse/core';
+import { createFieldsOf, issueTypesOf } from './createmeta.js';
 import type { JiraDeps } from './deps.js';
 
 /** Completes a project argument from the allow-list only. */
@@ -9,32 +10,18 @@ export function projectCompleter(deps: JiraDeps): Completer {
 
 /** A project's create metadata: issue types, and per type the fields with required flags and allowed values. */
 async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) {
-  const types = await deps.jira.call(ctx, 'read', (api) =>
-    api.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: project }),
-  );
+  const types = await issueTypesOf(deps.jira, ctx, project);
   return Promise.all(
-    (types.issueTypes ?? []).map(async (t) => {
-      const meta = await deps.jira.call(ctx, 'read', (api) =>
-        api.issues.getCreateIssueMetaIssueTypeId({
-          projectIdOrKey: project,
-          issueTypeId: t.id ?? '',
-        }),
-      );
-      const fields = ((meta as { fields?: Array<Record<string, unknown>> }).fields ?? []).map(
-        (f) => ({
-          field: f.fieldId ?? f.key,
-          name: f.name,
-          required: f.required === true,
-          type: (f.schema as { type?: string } | undefined)?.type,
-          ...(Array.isArray(f.allowedValues)
-            ? {
-                allowed: (f.allowedValues as Array<{ name?: string; value?: string }>).map(
-                  (v) => v.name ?? v.value,
-                ),
-              }
-            : {}),
-        }),
-      );
+    types.map(async (t) => {
+      const fields = (await createFieldsOf(deps.jira, ctx, project, t.id ?? '')).map((f) => ({
+        field: f.fieldId ?? f.key,
+        name: f.name,
+        required: f.required === true,
+        type: f.schema?.type,
+        ...(Array.isArray(f.allowedValues)
+          ? { allowed: f.allowedValues.map((v) => v.name ?? v.value) }
+          : {}),
+      }));
       return { type: t.name, subtask: t.subtask === true, fields };
     }),
   );

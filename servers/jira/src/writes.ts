@@ -4,6 +4,7 @@ import type { CallBounds, Jira, JiraApi } from './client.js';
 import type { JiraDeps } from './deps.js';
 import type { JiraIssue } from './format.js';
 import { allowedKey, requireInScope } from './format.js';
+import { createFieldsOf, issueTypesOf } from './createmeta.js';
 import { quote } from './jql.js';
 
 /** Writes to a closed system the operator configured: not destructive, not idempotent. */
@@ -117,14 +118,6 @@ export async function writableIssue(
   return issue;
 }
 
-interface CreateField {
-  fieldId?: string;
-  key?: string;
-  name?: string;
-  required?: boolean;
-  allowedValues?: Array<{ name?: string; value?: string }>;
-}
-
 /**
  * Checks a create against the project's create metadata before anything is sent: the issue type
  * exists, every required field is given, values are among the allowed ones. Returns the type id.
@@ -136,10 +129,7 @@ export async function checkCreate(
   typeName: string,
   given: Record<string, unknown>,
 ): Promise<string> {
-  const types = await jira.call(bounds, 'read', (api) =>
-    api.issues.getCreateIssueMetaIssueTypes({ projectIdOrKey: project }),
-  );
-  const all = types.issueTypes ?? [];
+  const all = await issueTypesOf(jira, bounds, project);
   const type = all.find((t) => t.name?.toLowerCase() === typeName.toLowerCase());
   if (type?.id === undefined) {
     throw new ToolError(
@@ -149,10 +139,7 @@ export async function checkCreate(
       },
     );
   }
-  const meta = await jira.call(bounds, 'read', (api) =>
-    api.issues.getCreateIssueMetaIssueTypeId({ projectIdOrKey: project, issueTypeId: type.id! }),
-  );
-  const fields = (meta as { fields?: CreateField[] }).fields ?? [];
+  const fields = await createFieldsOf(jira, bounds, project, type.id);
   const automatic = new Set(['project', 'issuetype', 'summary', 'reporter']);
   const missing = fields
     .filter(

@@ -46,8 +46,14 @@ describe.each(['legacy', 'modern'] as const)('the Jira server (%s era)', (era) =
     expect(text(await search({ assignee: 'Zed' }))).toBe(
       'No Jira user matches "Zed" for assignee.',
     );
-    expect(text(await search({ assignee: 'acme' }))).toMatch(
+    const ambiguous = text(await search({ assignee: 'acme' }));
+    expect(ambiguous).toMatch(
       /^"acme" matches several people for assignee: Alice Adams, Bob Brown/,
+    );
+    // Carol may browse HR only, outside this server's projects: never named, not even here.
+    expect(ambiguous).not.toContain('Carol');
+    expect(text(await search({ assignee: 'Carol Confidential' }))).toBe(
+      'No Jira user matches "Carol Confidential" for assignee.',
     );
   });
 

@@ -152,6 +152,38 @@ describe('jira_create_issue', () => {
     );
   });
 
+  it('reads every page of the create metadata (Jira pages at 50)', async () => {
+    // A project with 60 issue types and 60 custom fields: the type asked for and a required field
+    // both sit on the second page.
+    const big = await startFake();
+    const p = big.world.projects.find((x) => x.key === 'OPS')!;
+    p.issueTypes = [
+      ...p.issueTypes,
+      ...Array.from({ length: 60 }, (_, n) => ({ id: String(20_000 + n), name: `Kind ${n}` })),
+    ];
+    const hh = await connectJira(big, { GATEHOUSE_ENABLE_WRITES: 'true' });
+    try {
+      const meta = JSON.stringify(
+        await hh.client.readResource({ uri: 'jira://project/OPS/createmeta' }),
+      );
+      expect(meta).toContain('Kind 59');
+      p.customFields = Array.from({ length: 60 }, (_, n) => ({
+        id: `customfield_${10_100 + n}`,
+        name: `Field ${n}`,
+        required: n === 55,
+      }));
+      const refused = await hh.client.callTool({
+        name: 'jira_create_issue',
+        arguments: { project: 'OPS', type: 'Kind 57', summary: 'On the second page' },
+      });
+      expect(text(refused)).toMatch(/missing required field\(s\): customfield_10155 \(Field 55\)/);
+      expect(big.requests.some((r) => r.includes('startAt=50'))).toBe(true);
+    } finally {
+      await hh.close();
+      await big.close();
+    }
+  });
+
   it('previews with dry_run and sends nothing', async () => {
     const before = fake.requests.filter((r) => r.startsWith('POST /rest/api/3/issue')).length;
     const preview = await call('jira_create_issue', {

@@ -107,11 +107,11 @@ export function searchIssuesTool(deps: JiraDeps) {
       if (args.status_category !== undefined)
         where.push(`statusCategory = ${quote(args.status_category)}`);
       if (args.assignee !== undefined) {
-        const who = await personJql(jira, ctx, args.assignee, 'assignee');
+        const who = await personJql(jira, ctx, args.assignee, 'assignee', projects);
         where.push(who === 'EMPTY' ? 'assignee IS EMPTY' : `assignee = ${who}`);
       }
       if (args.reporter !== undefined)
-        where.push(`reporter = ${await personJql(jira, ctx, args.reporter, 'reporter')}`);
+        where.push(`reporter = ${await personJql(jira, ctx, args.reporter, 'reporter', projects)}`);
       if (args.labels !== undefined) where.push(`labels IN (${args.labels.map(quote).join(', ')})`);
       if (args.type !== undefined) where.push(`issuetype = ${quote(args.type)}`);
       if (args.priority !== undefined)

@@ -70,7 +70,9 @@ export function createIssueTool(deps: JiraDeps) {
         ...(args.labels === undefined ? {} : { labels: args.labels }),
       };
       if (args.assignee !== undefined)
-        fields.assignee = { accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee') };
+        fields.assignee = {
+          accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee', [project]),
+        };
       fields.issuetype = { id: await checkCreate(jira, ctx, project, args.type, fields) };
       // The key covers everything sent (the resolved assignee and type too), by whom.
       const key = dedupeKey({ who: ctx.principal.id, fields });
@@ -166,7 +168,9 @@ export function updateIssueTool(deps: JiraDeps) {
         ...(args.priority === undefined ? {} : { priority: { name: args.priority } }),
       };
       if (args.assignee !== undefined)
-        fields.assignee = { accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee') };
+        fields.assignee = {
+          accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee', [key.split('-')[0]!]),
+        };
       const labels = [
         ...(args.add_labels ?? []).map((l) => ({ add: l })),
         ...(args.remove_labels ?? []).map((l) => ({ remove: l })),
