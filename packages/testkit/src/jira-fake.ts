@@ -78,6 +78,10 @@ export interface JiraWorld {
   users: FakeJiraUser[];
   projects: FakeJiraProject[];
   issues: FakeJiraIssue[];
+  /** Versions (releases) per project, for fixVersion and the version functions. */
+  versions?: Array<{ project: string; name: string; released: boolean }>;
+  /** Sprints by state, for sprint and openSprints()/futureSprints()/closedSprints(). */
+  sprints?: Array<{ name: string; state: 'active' | 'future' | 'closed' }>;
 }
 
 export interface JiraFakeOptions {
@@ -414,6 +418,53 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     });
   });
 
+  /**
+   * The JQL functions the fake evaluates, as support.atlassian.com's "JQL functions" reference
+   * defines them: versions of the named projects (all browsable ones without an argument), sprints
+   * by state, issue types that are (not) sub-tasks. Names are compared lower-cased.
+   */
+  const jqlFunctions = (name: string, args: readonly string[]): string[] | undefined => {
+    const versions = (released: boolean) =>
+      (world.versions ?? [])
+        .filter(
+          (v) =>
+            v.released === released &&
+            (args.length === 0
+              ? canBrowse(v.project)
+              : args.some((a) => a.toLowerCase() === v.project.toLowerCase())),
+        )
+        .map((v) => v.name.toLowerCase());
+    const sprints = (state: string) =>
+      (world.sprints ?? []).filter((x) => x.state === state).map((x) => x.name.toLowerCase());
+    const types = (subtask: boolean) => [
+      ...new Set(
+        world.projects.flatMap((p) =>
+          p.issueTypes
+            .filter((t) => (t.subtask === true) === subtask)
+            .map((t) => t.name.toLowerCase()),
+        ),
+      ),
+    ];
+    switch (name) {
+      case 'unreleasedversions':
+        return versions(false);
+      case 'releasedversions':
+        return versions(true);
+      case 'opensprints':
+        return sprints('active');
+      case 'futuresprints':
+        return sprints('future');
+      case 'closedsprints':
+        return sprints('closed');
+      case 'standardissuetypes':
+        return types(false);
+      case 'subtaskissuetypes':
+        return types(true);
+      default:
+        return undefined;
+    }
+  };
+
   /** POST with a JSON body, or GET with the query (as some clients send it). */
   const searchJql = (ctx: Ctx, body: SearchBody): void => {
     const jql = body.jql ?? '';
@@ -430,7 +481,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
       found = world.issues.filter(
         (i) =>
           canBrowse(projectOf(i).key) &&
-          (parsed.where === undefined || matches(parsed.where, fieldValues(i), me)),
+          (parsed.where === undefined || matches(parsed.where, fieldValues(i), me, jqlFunctions)),
       );
     } catch (e) {
       if (e instanceof JqlError) return error(ctx.res, ctx.meta, 400, e.message);
@@ -1070,6 +1121,16 @@ export function jiraSeed(): JiraWorld {
     },
   );
   world.issues.find((x) => x.key === 'OPS-2')!.sprint = 'OPS Sprint 48';
+  world.sprints = [
+    { name: 'OPS Sprint 47', state: 'closed' },
+    { name: 'OPS Sprint 48', state: 'active' },
+    { name: 'OPS Sprint 49', state: 'future' },
+  ];
+  world.versions = [
+    { project: 'OPS', name: '2026.11', released: true },
+    { project: 'OPS', name: '2026.12', released: false },
+    { project: 'HR', name: 'HR-2027', released: false },
+  ];
   // OPS-2 blocks OPS-1 and relates to HR-1 (a project the servers under test may not see);
   // OPS-3 is a sub-task of OPS-1.
   world.issues.find((x) => x.key === 'OPS-2')!.links = [

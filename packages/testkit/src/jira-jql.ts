@@ -234,11 +234,21 @@ export function jqlInstant(value: string, field: string, now = Date.now()): numb
 export type FieldValues = (field: string) => Array<string | null> | undefined;
 
 /** Evaluates a parsed where-clause against an issue. Unknown fields are a JqlError. */
-export function matches(clause: JqlClause, values: FieldValues, me: string): boolean {
+/** The values a JQL function stands for (lower-cased), or undefined for a function it lacks. */
+export type JqlFunctions = (name: string, args: readonly string[]) => string[] | undefined;
+
+export function matches(
+  clause: JqlClause,
+  values: FieldValues,
+  me: string,
+  functions: JqlFunctions = () => undefined,
+): boolean {
   if ('clauses' in clause) {
-    if (clause.operator === 'and') return clause.clauses.every((c) => matches(c, values, me));
-    if (clause.operator === 'or') return clause.clauses.some((c) => matches(c, values, me));
-    return !matches(clause.clauses[0]!, values, me);
+    if (clause.operator === 'and')
+      return clause.clauses.every((c) => matches(c, values, me, functions));
+    if (clause.operator === 'or')
+      return clause.clauses.some((c) => matches(c, values, me, functions));
+    return !matches(clause.clauses[0]!, values, me, functions);
   }
   const have = values(clause.field.name.toLowerCase());
   if (have === undefined) {
@@ -250,6 +260,8 @@ export function matches(clause: JqlClause, values: FieldValues, me: string): boo
     if ('keyword' in o) return [null];
     if ('function' in o) {
       if (o.function.toLowerCase() === 'currentuser') return [me.toLowerCase()];
+      const given = functions(o.function.toLowerCase(), o.arguments);
+      if (given !== undefined) return given.length === 0 ? ['\u0000none'] : given;
       throw new JqlError(`Unable to find JQL function '${o.function}(${o.arguments.join(', ')})'.`);
     }
     if ('values' in o) return o.values.flatMap(resolve);

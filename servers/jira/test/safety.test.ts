@@ -58,6 +58,37 @@ describe('JQL from the model never leaves the allowed projects', () => {
     );
   });
 
+  it('allows harmless functions and ORDER BY project inside the scope', async () => {
+    expect(keys(await search({ jql: 'fixVersion in unreleasedVersions()' }))).toEqual(['OPS-1']);
+    expect(keys(await search({ jql: 'fixVersion in unreleasedVersions("OPS")' }))).toEqual([
+      'OPS-1',
+    ]);
+    expect(keys(await search({ jql: 'sprint in openSprints() ORDER BY key' }))).toEqual([
+      'OPS-1',
+      'OPS-2',
+    ]);
+    expect(keys(await search({ jql: 'sprint in futureSprints()' }))).toEqual([]);
+    expect((await search({ jql: 'issuetype in standardIssueTypes()' })).isError).toBeFalsy();
+    const ordered = await search({ jql: 'labels is not empty ORDER BY project, key' });
+    expect(ordered.isError).toBeFalsy();
+    expect(fake.queries.at(-1)).toMatch(/ORDER BY project, key$/);
+  });
+
+  it('refuses a function naming a project outside the scope, and ORDER BY category', async () => {
+    const before = fake.queries.length;
+    const hr = await search({ jql: 'fixVersion in unreleasedVersions("HR")' });
+    expect(text(hr)).toMatch(/unreleasedVersions\(\) may name only this server's projects/);
+    expect(text(await search({ jql: 'labels = x ORDER BY category' }))).toMatch(
+      /may not name category/,
+    );
+    expect(fake.queries.length).toBe(before);
+  });
+
+  it('keeps the words "and", "or" and "not" in a free-text search', async () => {
+    await search({ text: 'rollback AND restore or NOT' });
+    expect(fake.queries.at(-1)).toContain('text ~ "rollback and restore or not"');
+  });
+
   it('quotes every value, so a reserved-word project key works', async () => {
     expect(keys(await search({ project: 'AND' }))).toEqual(['AND-1']);
     expect(fake.queries.at(-1)).toBe('project IN ("AND") ORDER BY updated DESC');

@@ -140,7 +140,8 @@ export function searchIssuesTool(deps: JiraDeps) {
           );
         }
         const structure = query.structure as ParsedQuery;
-        if (structure.where !== undefined) where.push(`(${writeClause(structure.where)})`);
+        if (structure.where !== undefined)
+          where.push(`(${writeClause(structure.where, projects)})`);
         if (order === '') order = writeOrderBy(structure.orderBy);
       }
       const jql = `${where.join(' AND ')}${order === '' ? ' ORDER BY updated DESC' : order}`;
