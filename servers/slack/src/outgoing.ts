@@ -1,35 +1,99 @@
+import { domainToASCII } from 'node:url';
 import { PolicyError } from '@gatehouse/core';
+import tlds from 'tlds' with { type: 'json' };
 import type { SlackConfig } from './config.js';
 
 /**
- * What a post may carry (wave2 §1.3): Slack decodes exactly `&`, `<` and `>`, and every control
+ * What a post may carry (Slack's "Formatting text for app surfaces"): Slack decodes exactly `&`, `<` and `>`, and every control
  * sequence — `<!here>`, `<!channel>`, `<!everyone>`, `<@U…>`, `<!subteam^…>`, `<#C…>`, `<url|…>`
  * — is written between `<` and `>`. Escaping the three turns all of them into text; only the
- * mentions the operator configured survive. Links: a URL to a host outside SLACK_LINK_HOSTS is
- * refused or defanged, so no post can carry data out in a link (unfurls are off on top).
+ * mentions the operator configured survive. Links: every host-shaped token (see `linkHost`) to a
+ * host outside SLACK_LINK_HOSTS is refused or defanged, so no post can carry data out in a link
+ * (unfurls are off on top).
  */
 
-const SCHEME_URL = /\b([a-z][a-z0-9+.-]*):\/\/([^\s<>|/?#"'`]+)[^\s<>|"'`]*/gi;
-const WWW_HOST = /\b(www\.[a-z0-9-]+(?:\.[a-z0-9-]+)+)[^\s<>|"'`]*/gi;
+/** IANA's top-level domains (the `tlds` list), and the names reserved or used on intranets. */
+const TLDS = new Set<string>([
+  ...tlds,
+  'example',
+  'test',
+  'invalid',
+  'localhost',
+  'local',
+  'internal',
+  'intranet',
+  'lan',
+  'corp',
+  'home',
+]);
+
+/** The full stops browsers read as a dot in a host (ideographic, fullwidth, halfwidth). */
+const DOTS = /[\u3002\uff0e\uff61]/g;
+/** A token: what lies between spaces and the characters Slack's markup uses around links. */
+const TOKEN = /[^\s<>|"'`]+/g;
+/** Wrapping punctuation around a token in prose: `(see evil.example/x).` */
+const WRAP = /^[([{*_~]+|[)\]}.,;:!?*_~]+$/g;
+/** A scheme-like prefix (`https:`, `mailto:`, `http:` with no slashes) and slashes after it. */
+const PREFIX = /^(?:([a-z][a-z0-9+.-]*):)?(\/{1,3}|\\{2})?/i;
+const WEB_SCHEMES = /^(?:https?|ftps?|wss?|file|mailto)$/i;
+
+/**
+ * The host a token would link to in a Slack client, or undefined when it holds none. Decided on
+ * the shape, in every spelling a client may read as a link (Slack does not document when it
+ * auto-links, so every host-shaped token counts): with any scheme and any number of slashes, none
+ * (`evil.example/x`, `http:evil.example`), `//host`, user information (`leak@host`), a port,
+ * IDN and punycode labels, other full stops, an IP literal.
+ */
+export function linkHost(token: string): string | undefined {
+  const bare = token.replace(WRAP, '').replace(DOTS, '.');
+  const [prefix = '', scheme, slashes] = PREFIX.exec(bare) ?? [];
+  if (scheme !== undefined && slashes === undefined && !WEB_SCHEMES.test(scheme)) {
+    // `evil.example:8080/x` (a host and a port, not a scheme), `note:`, `Re:subject` (a word and a
+    // colon), `x:evil.example` (whatever follows the colon may itself be host-shaped).
+    return hostOf(bare, false) ?? hostOf(bare.slice(prefix.length), false);
+  }
+  const explicit = slashes !== undefined || (scheme !== undefined && WEB_SCHEMES.test(scheme));
+  return hostOf(bare.slice(prefix.length), explicit);
+}
+
+/** The host of `rest` (an authority and whatever follows): host-shaped, or given a scheme. */
+function hostOf(rest: string, explicit: boolean): string | undefined {
+  const authority = rest.split(/[/?#\\]/, 1)[0] ?? '';
+  const host = authority
+    .slice(authority.lastIndexOf('@') + 1)
+    .replace(/:\d*$/, '')
+    .toLowerCase();
+  if (host === '') return undefined;
+  if (/^\[[0-9a-f:.]+\]$/.test(host) || /^\d{1,3}(?:\.\d{1,3}){3}$/.test(host)) return host;
+  const labels = host.split('.');
+  const shaped =
+    labels.length >= 2 &&
+    labels.every((l) => /^[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?$/u.test(l));
+  if (!shaped) return explicit && /^[\p{L}\p{N}.-]+$/u.test(host) ? ascii(host) : undefined;
+  const last = labels.at(-1)!;
+  const top = ascii(last);
+  if (TLDS.has(last) || TLDS.has(top) || top.startsWith('xn--') || explicit) return ascii(host);
+  return undefined;
+}
+
+/** A host in its ASCII (punycode) form, so a look-alike never matches an allowed host. */
+function ascii(host: string): string {
+  return domainToASCII(host) || host;
+}
 
 function hostAllowed(host: string, hosts: readonly string[]): boolean {
-  const h = host
-    .toLowerCase()
-    .replace(/:\d+$/, '')
-    .replace(/^[^@]*@/, '');
   return hosts.some((allowed) => {
-    const a = allowed.toLowerCase();
-    return a.startsWith('.') ? h.endsWith(a) || h === a.slice(1) : h === a;
+    const a = ascii(allowed.toLowerCase().replace(/^\./, ''));
+    return allowed.startsWith('.') ? host.endsWith(`.${a}`) || host === a : host === a;
   });
 }
 
-/** `https://evil.example/x` → `hxxps://evil[.]example/x`: readable, not a link. */
-function defang(url: string): string {
-  const m = /^(?:([a-z][a-z0-9+.-]*):\/\/)?([^\s/?#]+)(.*)$/i.exec(url);
-  if (m === null) return url;
-  const [, scheme, host = '', rest = ''] = m;
-  const s = scheme === undefined ? '' : `${scheme.replace(/t/gi, 'x')}://`;
-  return `${s}${host.replace(/\./g, '[.]')}${rest}`;
+/** A link made readable, not clickable: `hxxps://evil[.]example/x`, `leak@evil[.]example`. */
+function defang(token: string): string {
+  return token
+    .replace(DOTS, '.')
+    .replace(/^(\W*)(h)tt(ps?)(?=:)/i, '$1$2xx$3')
+    .replace(/\./g, '[.]');
 }
 
 /** The hosts of the links in a text, and the text with outside links defanged. */
@@ -38,16 +102,12 @@ export function checkLinks(
   config: Pick<SlackConfig, 'SLACK_LINK_HOSTS' | 'SLACK_LINK_POLICY'>,
 ): { text: string; outside: string[] } {
   const outside: string[] = [];
-  const visit = (match: string, host: string): string => {
-    if (hostAllowed(host, config.SLACK_LINK_HOSTS)) return match;
-    outside.push(host.toLowerCase());
-    return defang(match);
-  };
-  const out = text
-    .replace(SCHEME_URL, (match: string, _scheme: string, host: string) => visit(match, host))
-    .replace(WWW_HOST, (match: string, host: string) =>
-      match.includes('[.]') ? match : visit(match, host),
-    );
+  const out = text.replace(TOKEN, (token) => {
+    const host = linkHost(token);
+    if (host === undefined || hostAllowed(host, config.SLACK_LINK_HOSTS)) return token;
+    outside.push(host);
+    return defang(token);
+  });
   return { text: out, outside: [...new Set(outside)] };
 }
 

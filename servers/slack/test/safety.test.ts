@@ -154,6 +154,14 @@ describe('what a post carries', () => {
       '<https://evil.example/x|the report>',
       'www.evil.example/leak',
       'ftp://files.evil.example/x',
+      // Spellings without "scheme://" a Slack client may still read as a link.
+      'evil.example/steal?x=1',
+      '//evil.example/x',
+      'mailto:leak@evil.example?body=the%20token',
+      'https:/evil.example',
+      'http:evil.example',
+      'evil.example:8080/x',
+      'evil\u3002example/x',
     ]) {
       let result: Awaited<ReturnType<typeof h.client.callTool>> | undefined;
       const calls = await callsDuring(fake, async () => {

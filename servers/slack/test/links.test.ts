@@ -1,0 +1,77 @@
+// Every host-shaped token is a link (src/outgoing.ts, linkHost): Slack does not document when its
+// clients turn text into a link, so a spelling a client might read as one is treated as one.
+import { describe, expect, it } from 'vitest';
+import { checkLinks, linkHost } from '../src/outgoing.ts';
+
+const config = {
+  SLACK_LINK_HOSTS: ['.acme.example', 'status.vendor.com'],
+  SLACK_LINK_POLICY: 'refuse' as const,
+};
+
+describe('links in any spelling', () => {
+  it.each([
+    ['https://evil.example/c?d=token', 'evil.example'],
+    ['HTTPS://EVIL.EXAMPLE/x', 'evil.example'],
+    ['evil.example/steal?x=1', 'evil.example'],
+    ['evil.example', 'evil.example'],
+    ['secret-data.evil.example', 'secret-data.evil.example'],
+    ['//evil.example/x', 'evil.example'],
+    ['mailto:leak@evil.example?body=the%20key', 'evil.example'],
+    ['leak@evil.example', 'evil.example'],
+    ['https:/evil.example', 'evil.example'],
+    ['http:evil.example', 'evil.example'],
+    ['evil.example:8080/x', 'evil.example'],
+    ['https://user:pw@evil.example/', 'evil.example'],
+    ['xn--80ak6aa92e.com', 'xn--80ak6aa92e.com'],
+    ['пример.рф/путь', 'xn--e1afmkfd.xn--p1ai'],
+    ['evil。example/x', 'evil.example'],
+    ['(evil.example/x).', 'evil.example'],
+    ['www.evil.example', 'www.evil.example'],
+    ['ftp://files.evil.example/x', 'files.evil.example'],
+    ['http://10.0.0.7/admin', '10.0.0.7'],
+    ['https://intranet/wiki', 'intranet'],
+    ['wiki.corp/page', 'wiki.corp'],
+  ])('%s links to %s', (token, host) => {
+    expect(linkHost(token)).toBe(host);
+    const checked = checkLinks(`see ${token} now`, config);
+    expect(checked.outside).toEqual([host]);
+  });
+
+  it.each([
+    'e.g.',
+    'v1.2.3',
+    'Node.js',
+    'note:',
+    'Re:subject',
+    '12:30',
+    'U.S.',
+    'file.txt',
+    'evil[.]example',
+    '...',
+  ])('%s is no link', (token) => expect(linkHost(token)).toBeUndefined());
+
+  it('allows only the configured hosts, compared in ASCII: a look-alike is another host', () => {
+    expect(
+      checkLinks(
+        'https://wiki.acme.example/x and acme.example and status.vendor.com/incidents',
+        config,
+      ).outside,
+    ).toEqual([]);
+    // Cyrillic "а" in acme: punycode, so not the allowed host.
+    expect(checkLinks('https://wiki.\u0430cme.example/x', config).outside).toEqual([
+      'wiki.xn--cme-5cd.example',
+    ]);
+    expect(checkLinks('notacme.example/x', config).outside).toEqual(['notacme.example']);
+  });
+
+  it('defangs every spelling into text that is no longer a link', () => {
+    const { text } = checkLinks(
+      'a https://evil.example/x b evil.example/y c mailto:leak@evil.example d http:evil.example e evil。example',
+      { ...config, SLACK_LINK_POLICY: 'defang' },
+    );
+    expect(text).toBe(
+      'a hxxps://evil[.]example/x b evil[.]example/y c mailto:leak@evil[.]example d hxxp:evil[.]example e evil[.]example',
+    );
+    for (const token of text.split(' ')) expect(linkHost(token)).toBeUndefined();
+  });
+});
