@@ -1,5 +1,5 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
-import { UpstreamError } from '@gatehouse/core';
+import { ToolError, UpstreamError } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import {
   Pacer,
@@ -62,8 +62,9 @@ export const SLACK_UPSTREAM: UpstreamProfile = {
 const toUpstream = createUpstreamErrors(SLACK_UPSTREAM);
 
 /** What the model sees of a failed Slack call. */
-export function slackError(error: unknown): UpstreamError {
-  if (error instanceof UpstreamError) return error;
+export function slackError(error: unknown): UpstreamError | ToolError {
+  // Ours already (the history pacing): said as written.
+  if (error instanceof UpstreamError || error instanceof ToolError) return error;
   if (error instanceof WebAPIRateLimitedError) {
     return toUpstream({
       status: 429,
@@ -170,6 +171,11 @@ export class Slack {
     return this.config.SLACK_HISTORY_LIMITED ? 15 : 200;
   }
 
+  /** Whether a history read could be made now without waiting for the pacing (always, unlimited). */
+  historyFree(): boolean {
+    return !this.config.SLACK_HISTORY_LIMITED || this.#history.delayMs('history') === 0;
+  }
+
   /**
    * Runs one Slack call under the call's bounds: its failures mapped for the model; a rate
    * limit waited out once when the wait ends before the deadline (a rate-limited call was not
@@ -186,13 +192,12 @@ export class Slack {
           kind === 'history' &&
           !(await this.#history.wait('history', bounds.signal, bounds.deadline))
         ) {
+          // Our own pacing, not Slack's answer: said in our words, never as Slack's rate limit.
           const seconds = Math.ceil(this.#history.delayMs('history') / 1000);
-          throw new UpstreamError({
-            service: 'Slack',
-            status: 429,
-            message: 'history pacing',
-            retryAfterSeconds: seconds,
-          });
+          throw new ToolError(
+            `This server reads channel history at most once a minute (SLACK_HISTORY_LIMITED: Slack's limit for apps outside the Marketplace). Retry after ${seconds}s.`,
+            { code: 'history_paced' },
+          );
         }
         return this.#signal.run(bounds.signal, () =>
           fn(kind === 'write' ? this.#write : this.#read),

@@ -137,7 +137,38 @@ describe("Slack's 2025 limits for non-Marketplace apps (SLACK_HISTORY_LIMITED)",
       expect(first.isError).toBeFalsy();
       expect(fake.requests.slice(before).length).toBeGreaterThan(0);
       const second = await read('#incidents', limited);
-      expect(text(second)).toMatch(/^Slack rate limit reached\. Retry after (59|60)s\.$/);
+      // Our own pacing, in our words: Slack was not asked, so Slack is not blamed.
+      expect(text(second)).toMatch(
+        /^This server reads channel history at most once a minute \(SLACK_HISTORY_LIMITED: Slack's limit for apps outside the Marketplace\)\. Retry after (59|60)s\.$/,
+      );
+    } finally {
+      await limited.close();
+    }
+  });
+
+  it('never blocks a post: within a minute of a read it posts, and says the duplicate check was skipped', async () => {
+    const limited = await connectSlack(fake, {
+      SLACK_HISTORY_LIMITED: 'true',
+      GATEHOUSE_ENABLE_WRITES: 'true',
+    });
+    try {
+      expect((await read('#incidents', limited)).isError).toBeFalsy();
+      const post = () =>
+        limited.client.callTool({
+          name: 'slack_post_message',
+          arguments: { channel: '#incidents', text: 'rollback done' },
+        });
+      const posted = await post();
+      expect(posted.isError).toBeFalsy();
+      expect(text(posted)).toMatch(
+        /^Posted \(the duplicate check was skipped: this app may read history once a minute \(SLACK_HISTORY_LIMITED\); if this was a retry, look for the message twice\) to #incidents/,
+      );
+      expect(text(posted)).not.toMatch(/rate limit/i);
+      // The same post again in the window: this process remembers its own, without reading.
+      const requests = fake.requests.length;
+      const again = await post();
+      expect(again.structuredContent).toMatchObject({ deduplicated: true });
+      expect(fake.requests.slice(requests)).toEqual([]);
     } finally {
       await limited.close();
     }

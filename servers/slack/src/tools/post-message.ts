@@ -1,4 +1,4 @@
-import { defineTool } from '@gatehouse/core';
+import { ToolError, defineTool } from '@gatehouse/core';
 import { dedupeKey, postOnce } from '@gatehouse/core/saas';
 import * as z from 'zod';
 import type { CallBounds } from '../client.js';
@@ -18,27 +18,61 @@ export const POST_EVENT = 'gatehouse_post';
  */
 export function postMessageTool(deps: SlackDeps) {
   const { channels, slack, config } = deps;
-  /** A message with this key posted in the dedupe window (metadata lookup), if any. */
+  /** Posts this process made in the dedupe window, by content key: found without a request. */
+  const recent = new Map<string, { ts: string; at: number }>();
+  const windowMs = config.SLACK_DEDUPE_WINDOW_MIN * 60_000;
+  /**
+   * A message with this key posted in the dedupe window, if any: this process's own posts first,
+   * then the channel's (or thread's) history back to the window's start (`oldest`), page by page.
+   * With SLACK_HISTORY_LIMITED the look never waits for the history pacing and reads one page: a
+   * look it cannot finish throws, and the post goes ahead saying so (it never blocks a post).
+   */
   const find = async (
     bounds: CallBounds,
     channel: string,
     thread: string | undefined,
     key: string,
   ): Promise<SlackMessage | undefined> => {
-    const oldest = (Date.now() / 1000 - config.SLACK_DEDUPE_WINDOW_MIN * 60).toFixed(6);
-    const page = await slack.call(bounds, 'history', (c) =>
-      thread === undefined
-        ? c.conversations.history({ channel, oldest, limit: 100, include_all_metadata: true })
-        : c.conversations.replies({
-            channel,
-            ts: thread,
-            oldest,
-            limit: 200,
-            include_all_metadata: true,
-          }),
-    );
-    return ((page.messages ?? []) as SlackMessage[]).find(
-      (m) => m.metadata?.event_type === POST_EVENT && m.metadata.event_payload?.key === key,
+    for (const [k, v] of recent) if (Date.now() - v.at > windowMs) recent.delete(k);
+    const mine = recent.get(key);
+    if (mine !== undefined) return { ts: mine.ts };
+    if (!slack.historyFree())
+      throw new ToolError(
+        'the duplicate check was skipped: this app may read history once a minute (SLACK_HISTORY_LIMITED)',
+        { code: 'lookup_paced' },
+      );
+    const oldest = ((Date.now() - windowMs) / 1000).toFixed(6);
+    const pages = config.SLACK_HISTORY_LIMITED ? 1 : 10;
+    let cursor: string | undefined;
+    for (let page = 0; page < pages; page++) {
+      const answer = await slack.call(bounds, 'history', (c) =>
+        thread === undefined
+          ? c.conversations.history({
+              channel,
+              oldest,
+              limit: slack.maxPage,
+              include_all_metadata: true,
+              ...(cursor === undefined ? {} : { cursor }),
+            })
+          : c.conversations.replies({
+              channel,
+              ts: thread,
+              oldest,
+              limit: slack.maxPage,
+              include_all_metadata: true,
+              ...(cursor === undefined ? {} : { cursor }),
+            }),
+      );
+      const hit = ((answer.messages ?? []) as SlackMessage[]).find(
+        (m) => m.metadata?.event_type === POST_EVENT && m.metadata.event_payload?.key === key,
+      );
+      if (hit !== undefined) return hit;
+      cursor = answer.response_metadata?.next_cursor || undefined;
+      if (answer.has_more !== true || cursor === undefined) return undefined;
+    }
+    throw new ToolError(
+      `the duplicate check was not finished: more messages in the last ${config.SLACK_DEDUPE_WINDOW_MIN} minutes than it reads`,
+      { code: 'lookup_bounded' },
     );
   };
   return defineTool({
@@ -72,6 +106,12 @@ export function postMessageTool(deps: SlackDeps) {
         .boolean()
         .describe('The same post was already made in the dedupe window; nothing new was sent'),
       recovered: z.boolean().describe("Slack's answer was lost; the message was found"),
+      unchecked: z
+        .string()
+        .optional()
+        .describe(
+          'Why the check for an earlier identical post was not made (it was posted anyway)',
+        ),
     }),
     target: (args) => channels.target(args.channel),
     async handler(args, ctx) {
@@ -101,15 +141,17 @@ export function postMessageTool(deps: SlackDeps) {
           `Would post ${text.length} character(s) to #${channel.name}${args.thread_ts === undefined ? '' : ` in thread ${args.thread_ts}`}.`,
         );
       }
-      const { value, deduplicated, recovered } = await postOnce(
+      const outcome = await postOnce(
         ctx.signal,
         () => find(ctx, channel.id, args.thread_ts, key),
         async () => {
           const posted = await slack.call(ctx, 'write', (c) => c.chat.postMessage(request));
+          recent.set(key, { ts: posted.ts ?? '', at: Date.now() });
           return { ts: posted.ts ?? '' };
         },
-        { mapError: slackError },
+        { mapError: slackError, onLookupFailure: 'post' },
       );
+      const { value, deduplicated, recovered } = outcome;
       const message: SlackMessage = {
         ts: value.ts ?? '',
         ...(args.thread_ts === undefined ? {} : { thread_ts: args.thread_ts }),
@@ -123,8 +165,9 @@ export function postMessageTool(deps: SlackDeps) {
           ...(link === undefined ? {} : { permalink: link }),
           deduplicated,
           recovered,
+          ...(outcome.unchecked === undefined ? {} : { unchecked: outcome.unchecked }),
         },
-        text: `${deduplicated ? 'Already posted within the dedupe window (an identical message; nothing new sent)' : recovered ? "Posted once (Slack's answer was lost; found the message)" : 'Posted'} to #${channel.name}${link === undefined ? '' : `: ${link}`}`,
+        text: `${deduplicated ? 'Already posted within the dedupe window (an identical message; nothing new sent)' : recovered ? "Posted once (Slack's answer was lost; found the message)" : outcome.unchecked !== undefined ? `Posted (${outcome.unchecked}; if this was a retry, look for the message twice)` : 'Posted'} to #${channel.name}${link === undefined ? '' : `: ${link}`}`,
       };
     },
   });
