@@ -42,8 +42,11 @@ export function readable(text: string, names: ReadonlyMap<string, string>): stri
       if (target.startsWith('@'))
         return `@${label ?? names.get(target.slice(1)) ?? target.slice(1)}`;
       if (target.startsWith('#')) return `#${label ?? target.slice(1)}`;
-      if (target.startsWith('!subteam^')) return `@${label ?? 'group'}`;
-      if (target.startsWith('!')) return `@${label ?? target.slice(1).split('^')[0]}`;
+      if (target.startsWith('!subteam^')) return `@${(label ?? 'group').replace(/^@/, '')}`;
+      // <!date^1700000000^{date_short}|Nov 14>: the fallback text, else the date itself.
+      if (target.startsWith('!date^')) return label ?? isoTime(target.split('^')[1] ?? '0');
+      if (target.startsWith('!'))
+        return `@${(label ?? target.slice(1).split('^')[0]!).replace(/^@/, '')}`;
       return label === undefined || label === target ? target : `${label} (${target})`;
     })
     .replace(/&(amp|lt|gt);/g, (m) => ENTITIES[m]!);
@@ -103,7 +106,10 @@ export function messageLine(m: MessageView): string {
     m.replies === undefined
       ? ''
       : ` [${m.replies} repl${m.replies === 1 ? 'y' : 'ies'}, thread_ts ${m.ts}]`;
-  return `${m.time} ${m.author}: ${m.text.replace(/\n/g, '\n    ')}${thread}`;
+  // The author's id beside the display name (which any member can set to anything), and every
+  // continuation line indented: a line at the margin is always a new message, never a forged one.
+  const id = m.author_id !== '' && m.author_id !== m.author ? ` (${m.author_id})` : '';
+  return `${m.time} ${m.author}${id}: ${m.text.replace(/\n/g, '\n    ')}${thread}`;
 }
 
 /** A page of history or replies as Slack returns it. */
