@@ -5,9 +5,16 @@ import type { SlackDeps } from './deps.js';
 import { messageLine, viewMessages } from './messages.js';
 import { channelCompleter } from './resources.js';
 
+/** A date or a time that exists (2026-13-45 does not): checked, so no NaN reaches Slack. */
 const SINCE = z
   .string()
-  .regex(/^\d{4}-\d{2}-\d{2}(T[\d:.]+(Z|[+-]\d\d:\d\d))?$/, 'expected an ISO date or time');
+  .refine(
+    (v) =>
+      (z.iso.date().safeParse(v).success ||
+        z.iso.datetime({ offset: true }).safeParse(v).success) &&
+      !Number.isNaN(Date.parse(v)),
+    'expected an ISO date (2026-12-02) or time (2026-12-02T09:00:00Z) that exists',
+  );
 
 /** Recent messages of an allowed channel (or a thread), framed as data. */
 async function recent(

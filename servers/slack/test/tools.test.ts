@@ -226,4 +226,19 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
     });
     expect(completion.completion.values).toEqual(['#general']);
   });
+
+  it('refuses a since that is no date, naming it, before any request', async () => {
+    for (const since of ['2026-13-45', '2026-02-30', '2026-12-02T25:00:00Z', 'yesterday']) {
+      const before = fake.requests.length;
+      await expect(
+        h.client.getPrompt({ name: 'slack_summarise', arguments: { channel: '#general', since } }),
+      ).rejects.toThrow(/since.*expected an ISO date \(2026-12-02\) or time/);
+      expect(fake.requests.length).toBe(before);
+    }
+    const ok = await h.client.getPrompt({
+      name: 'slack_summarise',
+      arguments: { channel: '#general', since: '2020-01-01' },
+    });
+    expect((ok.messages[0]!.content as { text: string }).text).toContain('since 2020-01-01');
+  });
 });
