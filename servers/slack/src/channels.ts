@@ -63,6 +63,7 @@ const DIRECT = (c: ChannelInfo) => c.is_im || c.is_mpim;
 export class ChannelDirectory {
   #readable = new Map<string, ChannelInfo>();
   #postable = new Set<string>();
+  #unreadablePosts: string[] = [];
   #byName = new Map<string, string>();
   #loadedAt = 0;
   #loading: Promise<void> | undefined;
@@ -151,6 +152,14 @@ export class ChannelDirectory {
     this.#readable = new Map(read.map((id) => [id, byId.get(id)!]));
     // A channel the bot may post to is one it may read: the model sees where it writes.
     this.#postable = new Set(post.filter((id) => this.#readable.has(id)));
+    const unreadable = post.filter((id) => !this.#readable.has(id));
+    if (unreadable.length > 0 && unreadable.join() !== this.#unreadablePosts.join()) {
+      this.logger.warn(
+        { channels: unreadable.map((id) => `#${byId.get(id)?.name ?? id}`) },
+        'SLACK_POST_CHANNELS: channels not in SLACK_READ_CHANNELS are left out (the bot posts only where it can read)',
+      );
+    }
+    this.#unreadablePosts = unreadable;
     this.#byName = new Map(
       [...this.#readable.values()].filter((c) => !DIRECT(c)).map((c) => [c.name, c.id]),
     );
@@ -166,8 +175,24 @@ export class ChannelDirectory {
     return [...this.#readable.values()];
   }
 
+  /** Set at start: whether any write tool is on (writes off: no channel can be posted to). */
+  writes = false;
+
+  /**
+   * Whether slack_post_message would really post here, as the list, the resources, the prompts
+   * and the start-up log say: writes on, in SLACK_POST_CHANNELS, the bot a member, not archived,
+   * and not Slack Connect unless SLACK_ALLOW_EXTERNAL_POSTS.
+   */
   canPost(id: string): boolean {
-    return this.#postable.has(id);
+    const c = this.#readable.get(id);
+    return (
+      this.writes &&
+      c !== undefined &&
+      this.#postable.has(id) &&
+      c.is_member &&
+      !c.is_archived &&
+      (!c.is_external || this.config.SLACK_ALLOW_EXTERNAL_POSTS)
+    );
   }
 
   /** The id a channel argument (id or #name) stands for, among the readable channels. */

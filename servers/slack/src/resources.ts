@@ -1,5 +1,5 @@
 import { defineResource } from '@gatehouse/core';
-import type { Completer } from '@gatehouse/core';
+import type { Completer, RequestContext } from '@gatehouse/core';
 import type { SlackDeps } from './deps.js';
 
 /** Completes a channel argument (#name) from the readable channels only. */
@@ -13,13 +13,19 @@ export function channelCompleter(deps: SlackDeps): Completer {
   };
 }
 
-const view = (deps: SlackDeps, id: string) => {
+/**
+ * One channel's facts. Its topic and purpose are written by members, so each is framed as
+ * untrusted data like any tool result's third-party text (the JSON stays JSON).
+ */
+const view = (deps: SlackDeps, id: string, ctx: RequestContext) => {
   const c = deps.channels.readable().find((x) => x.id === id)!;
+  const framed = (text: string, what: string) =>
+    text === '' ? '' : ctx.untrusted(text, `Slack #${c.name} ${what}`);
   return {
     id: c.id,
     name: c.name,
-    topic: c.topic,
-    purpose: c.purpose,
+    topic: framed(c.topic, 'topic'),
+    purpose: framed(c.purpose, 'purpose'),
     members: c.num_members ?? null,
     private: c.is_private,
     direct: c.is_im || c.is_mpim,
@@ -46,7 +52,7 @@ export function slackResources(deps: SlackDeps) {
         await channels.fresh(ctx);
         return {
           text: JSON.stringify(
-            channels.readable().map((c) => view(deps, c.id)),
+            channels.readable().map((c) => view(deps, c.id, ctx)),
             null,
             1,
           ),
@@ -81,7 +87,10 @@ export function slackResources(deps: SlackDeps) {
             : `#${arg.replace(/^#/, '')}`,
         );
         if (id === undefined) return undefined;
-        return { text: JSON.stringify(view(deps, id), null, 1), mimeType: 'application/json' };
+        return {
+          text: JSON.stringify(view(deps, id, ctx), null, 1),
+          mimeType: 'application/json',
+        };
       },
     }),
   ];

@@ -76,7 +76,7 @@ async function checkAccess(deps: SlackDeps, writes: boolean): Promise<StartupRep
       channels: readable.map((c) => ({
         channel: `#${c.name}`,
         read: c.is_member,
-        post: writes && deps.channels.canPost(c.id) && c.is_member,
+        post: deps.channels.canPost(c.id),
       })),
     },
     warnings,
@@ -104,6 +104,7 @@ export function createSlackServer(
     postMessageTool(deps),
   ];
   const writes = writesEnabled(config, tools);
+  deps.channels.writes = writes;
   const definition = defineServer({
     name: SERVICE.name,
     version: SERVICE.version,

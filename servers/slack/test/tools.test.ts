@@ -242,3 +242,62 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
     expect((ok.messages[0]!.content as { text: string }).text).toContain('since 2020-01-01');
   });
 });
+
+describe('can_post tells the truth, wherever it is said', () => {
+  let fake: SlackFake;
+  beforeAll(async () => {
+    fake = await startFake();
+  });
+  afterAll(async () => {
+    await fake?.close();
+  });
+  const postable = async (env: Record<string, string>) => {
+    const h = await connectSlack(fake, { GATEHOUSE_STRUCTURED_OUTPUT: 'true', ...env });
+    try {
+      const listed = (
+        (await h.client.callTool({ name: 'slack_list_channels', arguments: {} }))
+          .structuredContent as {
+          channels: Array<{ name: string; can_post: boolean }>;
+        }
+      ).channels;
+      const resource = JSON.parse(
+        (
+          (await h.client.readResource({ uri: 'slack://channels' })).contents[0] as { text: string }
+        ).text.replace(/^[\s\S]*?(\[[\s\S]*\])[\s\S]*$/, '$1'),
+      ) as Array<{ name: string; can_post: boolean }>;
+      const from = (xs: Array<{ name: string; can_post: boolean }>) =>
+        xs
+          .filter((c) => c.can_post)
+          .map((c) => c.name.replace(/^#/, ''))
+          .sort();
+      expect(from(resource)).toEqual(from(listed));
+      return from(listed);
+    } finally {
+      await h.close();
+    }
+  };
+
+  it('writes off: no channel; writes on: neither Slack Connect nor archived ones', async () => {
+    // The harness lists #incidents, #partner-acme (Slack Connect) and #old-project (archived).
+    expect(await postable({})).toEqual([]);
+    expect(await postable({ GATEHOUSE_ENABLE_WRITES: 'true' })).toEqual(['incidents']);
+    expect(
+      await postable({ GATEHOUSE_ENABLE_WRITES: 'true', SLACK_ALLOW_EXTERNAL_POSTS: 'true' }),
+    ).toEqual(['incidents', 'partner-acme']);
+  });
+
+  it('frames what members wrote (topics, purposes) in the resources, as in tool results', async () => {
+    const h = await connectSlack(fake);
+    try {
+      for (const uri of ['slack://channels', 'slack://channel/C0INCIDENT']) {
+        const text = ((await h.client.readResource({ uri })).contents[0] as { text: string }).text;
+        const facts = [JSON.parse(text)].flat() as Array<{ topic: string; purpose: string }>;
+        const written = facts.flatMap((c) => [c.topic, c.purpose]).filter((t) => t !== '');
+        expect(written.length).toBeGreaterThan(0);
+        for (const t of written) expect(t).toMatch(/untrusted-data-/);
+      }
+    } finally {
+      await h.close();
+    }
+  });
+});
