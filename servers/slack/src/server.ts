@@ -32,6 +32,13 @@ export const SLACK_SCOPES = [
   'mpim:history',
 ] as const;
 
+/** The scopes this configuration uses: posting needs chat:write, direct messages im:* and mpim:*. */
+export function scopesNeeded(config: SlackConfig, writes: boolean): string[] {
+  return SLACK_SCOPES.filter(
+    (s) => (s !== 'chat:write' || writes) && (!/^(?:im|mpim):/.test(s) || config.SLACK_ALLOW_DMS),
+  );
+}
+
 /** The start-up check: the token (auth.test), its scopes, and what the bot can read and post. */
 async function checkAccess(deps: SlackDeps, writes: boolean): Promise<StartupReport> {
   const timeout = deps.config.SLACK_REQUEST_TIMEOUT_MS * 3;
@@ -51,12 +58,13 @@ async function checkAccess(deps: SlackDeps, writes: boolean): Promise<StartupRep
   if (auth.url !== undefined) deps.workspace.url = auth.url;
   await deps.channels.load(bounds);
   const scopes = auth.response_metadata?.scopes ?? [];
-  const unused = scopes.filter((s) => !(SLACK_SCOPES as readonly string[]).includes(s));
+  const needed = scopesNeeded(deps.config, writes);
+  const unused = scopes.filter((s) => !needed.includes(s));
   const readable = deps.channels.readable();
   const warnings = [
     ...(unused.length > 0
       ? [
-          `the bot token has scopes this server never uses (${unused.join(', ')}); remove them from the app (see slack-app-manifest.yaml)`,
+          `the bot token has scopes this configuration never uses (${unused.join(', ')}); remove them from the app (see slack-app-manifest.yaml)`,
         ]
       : []),
     ...deps.channels.unresolved.map((c) => `${c} is not a channel the bot can see; it is left out`),

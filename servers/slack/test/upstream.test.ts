@@ -4,7 +4,7 @@ import { captureLogger } from '@gatehouse/core/testing';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { SlackConfigSchema } from '../src/config.ts';
-import { createSlackServer } from '../src/server.ts';
+import { SLACK_SCOPES, createSlackServer } from '../src/server.ts';
 import {
   READ,
   TOKEN,
@@ -249,11 +249,37 @@ describe('the start-up check', () => {
       const { logger, logs } = captureLogger();
       const definition = createSlackServer(config({ SLACK_API_URL: broad.url }), { logger });
       await checkAtStart(definition, logger);
+      // Read-only, no DMs: chat:write is unused too.
       expect(logs()).toContain(
-        'the bot token has scopes this server never uses (chat:write.public, admin)',
+        'the bot token has scopes this configuration never uses (chat:write, chat:write.public, admin)',
       );
     } finally {
       await broad.close();
+    }
+  });
+
+  it('follows the configuration: DM scopes are unused without SLACK_ALLOW_DMS, chat:write without writes', async () => {
+    const all = await startFake(SLACK_SCOPES);
+    try {
+      const warned = async (env: Record<string, string>) => {
+        const { logger, logs } = captureLogger();
+        await checkAtStart(
+          createSlackServer(config({ SLACK_API_URL: all.url, ...env }), { logger }),
+          logger,
+        );
+        return /scopes this configuration never uses \(([^)]*)\)/.exec(logs())?.[1] ?? '';
+      };
+      expect(await warned({})).toBe('chat:write, im:read, im:history, mpim:read, mpim:history');
+      expect(await warned({ SLACK_ALLOW_DMS: 'true' })).toBe('chat:write');
+      expect(
+        await warned({
+          SLACK_ALLOW_DMS: 'true',
+          GATEHOUSE_ENABLE_WRITES: 'true',
+          SLACK_POST_CHANNELS: '#incidents',
+        }),
+      ).toBe('');
+    } finally {
+      await all.close();
     }
   });
 
