@@ -5,6 +5,11 @@ import type { CallBounds, Slack } from './client.js';
 import type { SlackConfig } from './config.js';
 
 /** What the server knows of a channel (from conversations.list). */
+/** Pages of conversations.list a load reads at most (200 channels each). */
+const MAX_PAGES = 50;
+/** After a failed refresh, the next try. */
+const RETRY_MS = 60_000;
+
 export interface ChannelInfo {
   readonly id: string;
   readonly name: string;
@@ -63,6 +68,7 @@ const DIRECT = (c: ChannelInfo) => c.is_im || c.is_mpim;
 export class ChannelDirectory {
   #readable = new Map<string, ChannelInfo>();
   #postable = new Set<string>();
+  #retryAt = 0;
   #unreadablePosts: string[] = [];
   #byName = new Map<string, string>();
   #loadedAt = 0;
@@ -80,13 +86,28 @@ export class ChannelDirectory {
     return this.#loadedAt > 0;
   }
 
-  /** Loads the directory when it was never loaded or is older than the refresh interval. */
+  /**
+   * Loads the directory when it was never loaded or is older than the refresh interval. A refresh
+   * that fails keeps the last good directory for the channels already allowed (the failure is
+   * logged) and is tried again a minute later, not on every call; only a first load that fails
+   * fails the call.
+   */
   async fresh(bounds: CallBounds): Promise<void> {
     const stale = Date.now() - this.#loadedAt > this.config.SLACK_CHANNEL_REFRESH_MIN * 60_000;
-    if (!stale) return;
-    this.#loading ??= this.load(bounds).finally(() => {
-      this.#loading = undefined;
-    });
+    if (!stale || Date.now() < this.#retryAt) return;
+    const first = !this.loaded;
+    this.#loading ??= this.load(bounds)
+      .catch((error: unknown) => {
+        if (first) throw error;
+        this.#retryAt = Date.now() + RETRY_MS;
+        this.logger.warn(
+          { err: error },
+          'the channel directory could not be refreshed: the last one is kept, tried again in a minute',
+        );
+      })
+      .finally(() => {
+        this.#loading = undefined;
+      });
     await this.#loading;
   }
 
@@ -99,7 +120,16 @@ export class ChannelDirectory {
     ];
     const all: ChannelInfo[] = [];
     let cursor: string | undefined;
+    let pages = 0;
     do {
+      if (++pages > MAX_PAGES) {
+        // A bounded cost in a large workspace: entries beyond it are reported unresolved.
+        this.logger.warn(
+          { listed: all.length },
+          `stopped listing channels after ${MAX_PAGES} pages; name channels by id to reach the rest`,
+        );
+        break;
+      }
       const page = await this.slack.call(bounds, 'read', (c) =>
         c.conversations.list({
           types: types.join(','),

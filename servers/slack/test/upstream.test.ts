@@ -2,7 +2,7 @@ import { ConfigError, loadConfig } from '@gatehouse/core';
 import { checkAtStart } from '@gatehouse/core/runtime';
 import { captureLogger } from '@gatehouse/core/testing';
 import type { SlackFake } from '@gatehouse/testkit/slack';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { SlackConfigSchema } from '../src/config.ts';
 import { SLACK_SCOPES, createSlackServer } from '../src/server.ts';
 import {
@@ -287,5 +287,30 @@ describe('the start-up check', () => {
     await expect(start({ SLACK_READ_CHANNELS: '#nope,C0NOTLISTED' })).rejects.toBeInstanceOf(
       ConfigError,
     );
+  });
+});
+
+describe('the channel directory', () => {
+  it('keeps the last good directory when a refresh fails, and tries again a minute later, not every call', async () => {
+    const h = await connectSlack(fake);
+    const now = Date.now();
+    const clock = vi.spyOn(Date, 'now').mockReturnValue(now + 11 * 60_000);
+    try {
+      fake.fail({ match: 'POST /conversations.list', status: 503, times: 3 });
+      const lists = () => fake.requests.filter((r) => r.includes('conversations.list')).length;
+      const before = lists();
+      const first = await read('#incidents', h);
+      expect(first.isError).toBeFalsy();
+      expect(lists()).toBeGreaterThan(before);
+      const tried = lists();
+      expect((await read('#general', h)).isError).toBeFalsy();
+      expect(lists()).toBe(tried);
+      expect(h.logs()).toContain(
+        'the channel directory could not be refreshed: the last one is kept',
+      );
+    } finally {
+      clock.mockRestore();
+      await h.close();
+    }
   });
 });
