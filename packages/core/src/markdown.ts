@@ -5,7 +5,10 @@
  * makes those constructs inert, outside code spans and fenced code blocks (where nothing renders):
  *
  * - every image (`![alt](url)`, `![alt][ref]`) becomes literal text;
- * - every raw HTML tag or comment (`<img …>`, `<a …>`, `<!-- … -->`, `<https://…>`) is escaped;
+ * - every raw HTML tag or comment (`<img …>`, `<a …>`, `<iframe>`, `<form>`, `<style>`, `<details>`,
+ *   `<!-- … -->`, `<https://…>`) is escaped — except formatting tags without attributes
+ *   (`<b>`, `</em>`, `<br/>`, `<table>`…: {@link FORMATTING}), which fetch nothing and hide
+ *   nothing and stay byte for byte;
  * - a link or link reference definition whose destination is not http(s) or mailto, or is on a
  *   host outside `linkHosts`, becomes literal text: its URL is visible, not hidden by its label.
  *
@@ -14,6 +17,65 @@
 export interface MarkdownOptions {
   /** Hosts links may point to and stay links (e.g. github.com); relative links always stay. */
   readonly linkHosts: readonly string[];
+}
+
+/**
+ * Tags that only format what is visible: kept when written bare (`<b>`, `</b>`, `<br/>`), never
+ * with attributes (an attribute is how a tag fetches, styles away or scripts). Not `details` or
+ * `summary`: a collapsed block hides its content from the person reading.
+ */
+const FORMATTING = new Set([
+  'b',
+  'strong',
+  'i',
+  'em',
+  'u',
+  's',
+  'strike',
+  'del',
+  'ins',
+  'mark',
+  'small',
+  'sub',
+  'sup',
+  'code',
+  'kbd',
+  'samp',
+  'var',
+  'pre',
+  'br',
+  'hr',
+  'p',
+  'blockquote',
+  'ul',
+  'ol',
+  'li',
+  'dl',
+  'dt',
+  'dd',
+  'table',
+  'thead',
+  'tbody',
+  'tfoot',
+  'tr',
+  'th',
+  'td',
+  'h1',
+  'h2',
+  'h3',
+  'h4',
+  'h5',
+  'h6',
+]);
+
+/** `<` that opens a formatting tag without attributes stays; any other markup's is escaped. */
+function escapeMarkup(text: string): string {
+  return text.replace(/<(?=[A-Za-z/!?])/g, (lt: string, at: number) => {
+    const tag = /^<(\/?)([A-Za-z][A-Za-z0-9]*)\s*(\/?)>/.exec(text.slice(at));
+    return tag !== null && FORMATTING.has(tag[2]!.toLowerCase()) && !(tag[1] && tag[3])
+      ? lt
+      : '&lt;';
+  });
 }
 
 /** Splits text into code (left alone) and prose (neutralised), in order. */
@@ -95,8 +157,8 @@ export function neutralizeMarkdown(
       const out = part
         // Images, inline or by reference: the opening bracket escaped, the rest plain text.
         .replace(/(?<!\\)!\[/g, '!\\[')
-        // HTML tags, comments, declarations and autolinks.
-        .replace(/<(?=[A-Za-z/!?])/g, '&lt;')
+        // HTML tags (formatting ones bare excepted), comments, declarations and autolinks.
+        .replace(/^[\s\S]*$/, escapeMarkup)
         // Link reference definitions to destinations that may not stay links.
         .replace(
           /^( {0,3})\[((?:[^\]\\\n]|\\.)+)\]:[ \t]*(\S+)/gm,

@@ -416,6 +416,35 @@ describe('neutralizeMarkdown', () => {
     ['a javascript: link', '[a](javascript:alert(1))', '\\[a](javascript:alert(1))'],
     ['a link with a title', '[a](https://github.com/x "t")', '\\[a](https://github.com/x "t")'],
     ['a reference to another host', '[r]: https://x.example/s', '\\[r]: https://x.example/s'],
+    [
+      'a formatting tag with a style',
+      '<b style="display:none">x</b>',
+      '&lt;b style="display:none">x</b>',
+    ],
+    ['a formatting tag with a handler', '<i onmouseover=x>y</i>', '&lt;i onmouseover=x>y</i>'],
+    [
+      'an iframe',
+      '<iframe src=https://x.example></iframe>',
+      '&lt;iframe src=https://x.example>&lt;/iframe>',
+    ],
+    ['an object', '<object data=x></object>', '&lt;object data=x>&lt;/object>'],
+    [
+      'a form',
+      '<form action=https://x.example><input></form>',
+      '&lt;form action=https://x.example>&lt;input>&lt;/form>',
+    ],
+    ['a style block', '<style>p{display:none}</style>', '&lt;style>p{display:none}&lt;/style>'],
+    [
+      'a collapsed block',
+      '<details><summary>ok</summary>hidden</details>',
+      '&lt;details>&lt;summary>ok&lt;/summary>hidden&lt;/details>',
+    ],
+    [
+      'a link tag',
+      '<a href=https://x.example>here</a>',
+      '&lt;a href=https://x.example>here&lt;/a>',
+    ],
+    ['a script', '<script>fetch(1)</script>', '&lt;script>fetch(1)&lt;/script>'],
   ])('makes %s inert', (_n, input, expected) => {
     expect(neutralizeMarkdown(input, hosts)).toBe(expected);
   });
@@ -427,6 +456,11 @@ describe('neutralizeMarkdown', () => {
     '`![inline code](https://x.example/p)`',
     '```\n![fenced](https://x.example/p)\n<img src=x>\n```',
     'plain text, a < b and [brackets] alone',
+    // Formatting tags without attributes fetch and hide nothing: byte for byte.
+    '<b>bold</b> <strong>s</strong> <em>e</em> <i>i</i> <del>d</del> <sub>2</sub><sup>3</sup>',
+    'line<br>break<br/>and<br />more <kbd>Ctrl</kbd>+<kbd>C</kbd> <B>UPPER</B>',
+    '<table><thead><tr><th>a</th></tr></thead><tbody><tr><td>1</td></tr></tbody></table>',
+    '<p>para</p><ul><li>one</li></ul><blockquote>q</blockquote><h3>h</h3><hr>',
   ])('leaves %s as it is', (input) => {
     expect(neutralizeMarkdown(input, hosts)).toBe(input);
   });

@@ -71,6 +71,31 @@ describe('rendered-Markdown exfiltration', () => {
   });
 });
 
+describe('formatting that fetches and hides nothing', () => {
+  it('reaches the model byte for byte in the default text view, beside markup that is escaped', async () => {
+    const plain = await connectGitHub(fake, { GATEHOUSE_STRUCTURED_OUTPUT: 'false' });
+    try {
+      const issue = fake.repo('acme/api').issues.find((i) => i.number === 2)!;
+      issue.body =
+        'Press <kbd>Ctrl</kbd>+<kbd>C</kbd>, then **<b>restart</b>** H<sub>2</sub>O<br/>' +
+        '<b style="display:none">hidden</b> <details><summary>ok</summary>secret</details>';
+      const result = await plain.client.callTool({
+        name: 'github_get_issue',
+        arguments: { repo: 'acme/api', number: issue.number },
+      });
+      expect(result.structuredContent).toBeUndefined();
+      const body = text(result);
+      expect(body).toContain(
+        'Press <kbd>Ctrl</kbd>+<kbd>C</kbd>, then **<b>restart</b>** H<sub>2</sub>O<br/>',
+      );
+      expect(body).toContain('&lt;b style="display:none">hidden</b>');
+      expect(body).toContain('&lt;details>&lt;summary>ok&lt;/summary>secret&lt;/details>');
+    } finally {
+      await plain.close();
+    }
+  });
+});
+
 describe('prompt injection in issues', () => {
   it('reaches the model sanitised and between per-call markers', async () => {
     const result = await h.client.callTool({
