@@ -124,6 +124,9 @@ describe('github_create_issue', () => {
     const a = first.structuredContent as { issue: { number: number }; deduplicated: boolean };
     const b = second.structuredContent as { issue: { number: number }; deduplicated: boolean };
     expect(b).toEqual({ ...a, deduplicated: true });
+    expect(text(second)).toMatch(
+      /^Created once \(an identical request within the dedupe window already created it; nothing new sent\) acme\/api#\d+/,
+    );
     expect(issuesOf('acme/api').filter((i) => i.title === 'Same twice')).toHaveLength(1);
   });
 
@@ -237,6 +240,7 @@ describe('github_update_issue and github_add_comment', () => {
     expect(first.structuredContent).toMatchObject({ deduplicated: false });
     const again = await h.client.callTool({ name: 'github_add_comment', arguments: args });
     expect(again.structuredContent).toMatchObject({ deduplicated: true });
+    expect(text(again)).toMatch(/^Commented once \(an identical request within the dedupe window/);
     fake.fail({ match: 'POST /repos/acme/api/issues/2/comments', status: 500, afterEffect: true });
     const lost = await h.client.callTool({
       name: 'github_add_comment',

@@ -223,7 +223,9 @@ describe('posting once', () => {
     // The same post again, within the window: the first message, nothing new.
     const again = await post({ text: 'status: all clear' });
     expect(again.structuredContent).toMatchObject({ deduplicated: true, ts: lastPosted().ts });
-    expect(text(again)).toMatch(/^Already posted within the dedupe window/);
+    expect(text(again)).toMatch(
+      /^Posted once \(an identical request within the dedupe window already posted it; nothing new sent\)/,
+    );
     expect(fake.channel('#incidents').messages.length).toBe(before + 1);
   });
 

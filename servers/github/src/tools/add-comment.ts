@@ -78,7 +78,7 @@ export function addCommentTool(deps: GitHubDeps) {
           deduplicated,
           recovered,
         },
-        text: `${deduplicated ? 'Already posted (same comment within the dedupe window; nothing new sent)' : recovered ? "Commented once (GitHub's answer was lost; found the comment)" : 'Commented'}: ${c.html_url}`,
+        text: `${deduplicated ? 'Commented once (an identical request within the dedupe window already posted it; nothing new sent)' : recovered ? "Commented once (GitHub's answer was lost; found the comment)" : 'Commented'}: ${c.html_url}`,
       };
     },
   });

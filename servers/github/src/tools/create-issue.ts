@@ -132,7 +132,7 @@ export function createIssueTool(deps: GitHubDeps) {
       const view = projectIssue(value, CREATED_FIELDS);
       return {
         structured: { issue: view, deduplicated, recovered },
-        text: `${deduplicated ? 'Already created (same request within the dedupe window; nothing new sent)' : recovered ? "Created once (GitHub's answer was lost; found the issue)" : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
+        text: `${deduplicated ? 'Created once (an identical request within the dedupe window already created it; nothing new sent)' : recovered ? "Created once (GitHub's answer was lost; found the issue)" : 'Created'} ${view.repo}#${view.number}: ${view.url}`,
       };
     },
   });

@@ -167,7 +167,7 @@ export function postMessageTool(deps: SlackDeps) {
           recovered,
           ...(outcome.unchecked === undefined ? {} : { unchecked: outcome.unchecked }),
         },
-        text: `${deduplicated ? 'Already posted within the dedupe window (an identical message; nothing new sent)' : recovered ? "Posted once (Slack's answer was lost; found the message)" : outcome.unchecked !== undefined ? `Posted (${outcome.unchecked}; if this was a retry, look for the message twice)` : 'Posted'} to #${channel.name}${link === undefined ? '' : `: ${link}`}`,
+        text: `${deduplicated ? 'Posted once (an identical request within the dedupe window already posted it; nothing new sent)' : recovered ? "Posted once (Slack's answer was lost; found the message)" : outcome.unchecked !== undefined ? `Posted (${outcome.unchecked}; if this was a retry, look for the message twice)` : 'Posted'} to #${channel.name}${link === undefined ? '' : `: ${link}`}`,
       };
     },
   });
