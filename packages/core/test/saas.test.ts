@@ -1,5 +1,6 @@
 import {
   ConfigError,
+  PolicyError,
   UpstreamError,
   loadConfig,
   baseConfigSchema,
@@ -227,6 +228,37 @@ describe('postOnce', () => {
       recovered: false,
       unchecked: 'search is down',
     });
+  });
+
+  it('a refusal from the lookup is never posted past, and a patient recovery finds a lagging write', async () => {
+    let posts = 0;
+    const post = async () => `new-${++posts}`;
+    const refusing = async (): Promise<string | undefined> => {
+      throw new PolicyError('unsettled', 'an earlier identical write may still appear');
+    };
+    await expect(postOnce(signal, refusing, post, { onLookupFailure: 'post' })).rejects.toThrow(
+      PolicyError,
+    );
+    expect(posts).toBe(0);
+    const looks: string[] = [];
+    const lagging = await postOnce(
+      signal,
+      async () => {
+        looks.push('find');
+        return undefined;
+      },
+      async () => {
+        throw Object.assign(new Error('timeout'), { status: 504 });
+      },
+      {
+        recover: async () => {
+          looks.push('recover');
+          return 'made';
+        },
+      },
+    );
+    expect(lagging).toEqual({ value: 'made', deduplicated: false, recovered: true });
+    expect(looks).toEqual(['find', 'recover']);
   });
 
   it('derives the same key from the same content only', () => {

@@ -95,6 +95,14 @@ export interface JiraFakeOptions {
    * (`issue.property[KEY].path`). Default none: a REST client cannot declare one.
    */
   indexedProperties?: string[];
+  /**
+   * How long a write takes to reach search (`/search/jql`). Jira Cloud's search is eventually
+   * consistent with writes — "The delay might vary from a few seconds to minutes"
+   * (https://developer.atlassian.com/cloud/jira/platform/search-and-reconcile/) — so until then a
+   * search sees the issue as it was before (a new one not at all), unless the request names its id
+   * in `reconcileIssues` (at most 50). Default 1 000 ms; `settle()` ends every lag at once.
+   */
+  searchLagMs?: number;
 }
 
 export interface JiraFake {
@@ -111,6 +119,10 @@ export interface JiraFake {
   issue(key: string): FakeJiraIssue;
   /** Moves an issue to another project, as Jira does: a new key, the old one still resolves. */
   move(key: string, project: string): string;
+  /** Lets search see every write made so far (ends the `searchLagMs` of each). */
+  settle(): void;
+  /** The properties on an account's user record (key → value), as the REST API keeps them. */
+  userProperties(accountId: string): Map<string, unknown>;
   close(): Promise<void>;
 }
 
@@ -122,6 +134,8 @@ interface SearchBody {
   fields?: string[];
   /** Up to 5 issue property keys to return with each issue (REST v3 "Search for issues using JQL enhanced search", `properties`). */
   properties?: string[];
+  /** Issue ids search must show as they are now (read after write), at most 50. */
+  reconcileIssues?: number[];
 }
 
 /** The fields of a create or edit request, as the fake reads them. */
@@ -158,6 +172,32 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
   let base = '';
   let nextId = 1000;
   const now = () => new Date().toISOString().replace('Z', '+0000');
+  /**
+   * Search's view of what was written less than `searchLagMs` ago: the issue as it was before the
+   * first write of the lag (undefined: it did not exist yet). Cited at {@link JiraFakeOptions}.
+   */
+  const lag = options.searchLagMs ?? 1_000;
+  const unsettled = new Map<string, { until: number; before: FakeJiraIssue | undefined }>();
+  /** Call before a write changes `issue` (or after a create pushed it, with `created`). */
+  const writing = (issue: FakeJiraIssue, created = false) => {
+    if (lag <= 0) return;
+    const held = unsettled.get(issue.id);
+    const before =
+      held !== undefined && Date.now() < held.until
+        ? held.before
+        : created
+          ? undefined
+          : structuredClone(issue);
+    unsettled.set(issue.id, { until: Date.now() + lag, before });
+  };
+  /** The issues as a search sees them: settled ones as they are, the rest as they were. */
+  const searchable = (reconcile: readonly number[]): FakeJiraIssue[] =>
+    world.issues.flatMap((i) => {
+      const held = unsettled.get(i.id);
+      if (held === undefined || Date.now() >= held.until || reconcile.includes(Number(i.id)))
+        return [i];
+      return held.before === undefined ? [] : [held.before];
+    });
   /** Jira refuses an ADF document that breaks the schema (and the tests see it). */
   const badAdf = (doc: unknown, field: string): string | undefined => {
     const problems = validateAdf(doc);
@@ -475,13 +515,26 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     } catch (e) {
       return error(ctx.res, ctx.meta, 400, (e as Error).message);
     }
+    // "The JQL query, required to be bounded": a search with no restriction is refused, in Jira's
+    // words (REST v3 "Search for issues using JQL enhanced search",
+    // https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issue-search/#api-rest-api-3-search-jql-post).
+    if (parsed.where === undefined)
+      return error(
+        ctx.res,
+        ctx.meta,
+        400,
+        'Unbounded JQL queries are not allowed here. Please add a search restriction to your query.',
+      );
+    // Read after write for "up to 50 issues" (search-and-reconcile, cited at JiraFakeOptions).
+    const reconcile = body.reconcileIssues ?? [];
+    if (reconcile.length > 50)
+      return error(ctx.res, ctx.meta, 400, 'At most 50 issues can be reconciled.');
     const me = ctx.cred.accountId;
     let found: FakeJiraIssue[];
     try {
-      found = world.issues.filter(
+      found = searchable(reconcile).filter(
         (i) =>
-          canBrowse(projectOf(i).key) &&
-          (parsed.where === undefined || matches(parsed.where, fieldValues(i), me, jqlFunctions)),
+          canBrowse(projectOf(i).key) && matches(parsed.where!, fieldValues(i), me, jqlFunctions),
       );
     } catch (e) {
       if (e instanceof JqlError) return error(ctx.res, ctx.meta, 400, e.message);
@@ -521,7 +574,9 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     const properties = q.getAll('properties').flatMap((f) => f.split(','));
     const token = q.get('nextPageToken');
     const max = q.get('maxResults');
+    const reconcile = q.getAll('reconcileIssues').flatMap((f) => f.split(','));
     searchJql(ctx, {
+      ...(reconcile.length === 0 ? {} : { reconcileIssues: reconcile.map(Number) }),
       jql: q.get('jql') ?? '',
       ...(token === null ? {} : { nextPageToken: token }),
       ...(max === null ? {} : { maxResults: Number(max) }),
@@ -605,6 +660,79 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         .filter((u) => u.projects === undefined || u.projects.includes(project))
         .map((u) => user(u.accountId)),
     );
+  });
+
+  /**
+   * User properties: data an app keeps on a user's record, read directly (not through search).
+   * "Access to Jira, to set a property on the calling user's record"; any other user's needs
+   * Administer Jira, which the fake's accounts lack; values are non-empty JSON of at most 32 768
+   * bytes. REST v3 "User properties":
+   * https://developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-user-properties/.
+   */
+  const userProperties = new Map<string, Map<string, unknown>>();
+  const ownRecord = (ctx: Ctx): Map<string, unknown> | undefined => {
+    const accountId = ctx.url.searchParams.get('accountId');
+    if (accountId === null) {
+      error(ctx.res, ctx.meta, 400, 'The accountId query parameter needs to be provided.');
+      return undefined;
+    }
+    if (accountId !== ctx.cred.accountId) {
+      error(ctx.res, ctx.meta, 403, 'You do not have permission to edit this user.');
+      return undefined;
+    }
+    let own = userProperties.get(accountId);
+    if (own === undefined) userProperties.set(accountId, (own = new Map<string, unknown>()));
+    return own;
+  };
+  const noBody = (ctx: Ctx, status: number) => {
+    ctx.res.writeHead(status).end();
+    http.responses.push({
+      method: ctx.meta.method,
+      route: ctx.meta.route,
+      status,
+      body: undefined,
+    });
+  };
+  const propertyUrl = (accountId: string, key: string) =>
+    `${base}/rest/api/3/user/properties/${encodeURIComponent(key)}?accountId=${accountId}`;
+  http.route('GET', '/rest/api/3/user/properties', (ctx: Ctx) => {
+    const own = ownRecord(ctx);
+    if (own === undefined) return;
+    send(ctx.res, ctx.meta, 200, {
+      keys: [...own.keys()].map((key) => ({ key, self: propertyUrl(ctx.cred.accountId, key) })),
+    });
+  });
+  /** The caller's record and the property named in the path, when it exists (else 404). */
+  const existing = (ctx: Ctx) => {
+    const own = ownRecord(ctx);
+    if (own === undefined) return undefined;
+    const key = decodeURIComponent(ctx.params[0] ?? '');
+    if (own.has(key)) return { own, key };
+    error(ctx.res, ctx.meta, 404, `The property with key '${key}' does not exist.`);
+    return undefined;
+  };
+  http.route('GET', '/rest/api/3/user/properties/{propertyKey}', (ctx: Ctx) => {
+    const found = existing(ctx);
+    if (found !== undefined)
+      send(ctx.res, ctx.meta, 200, { key: found.key, value: found.own.get(found.key) });
+  });
+  http.route('PUT', '/rest/api/3/user/properties/{propertyKey}', async (ctx: Ctx) => {
+    const own = ownRecord(ctx);
+    if (own === undefined) return;
+    const key = decodeURIComponent(ctx.params[0] ?? '');
+    const value = await readJson(ctx.req);
+    const text = JSON.stringify(value);
+    if (key.length > 255 || text === '{}' || text.length > 32_768)
+      return error(ctx.res, ctx.meta, 400, 'The property value is empty or too long.');
+    const existed = own.has(key);
+    own.set(key, value);
+    noBody(ctx, existed ? 200 : 201);
+  });
+  http.route('DELETE', '/rest/api/3/user/properties/{propertyKey}', (ctx: Ctx) => {
+    const found = existing(ctx);
+    if (found === undefined) return;
+    found.own.delete(found.key);
+    noBody(ctx, 204);
   });
 
   /**
@@ -785,6 +913,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
       properties: Object.fromEntries((body.properties ?? []).map((x) => [x.key, x.value])),
     };
     world.issues.push(issue);
+    writing(issue, true);
     send(ctx.res, ctx.meta, 201, {
       id: issue.id,
       key: issue.key,
@@ -811,6 +940,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
           errors: { description: bad },
         });
     }
+    writing(i);
     if (typeof f.summary === 'string') i.summary = f.summary;
     if (f.description !== undefined) i.description = f.description as Adf | null;
     if (f.priority?.name !== undefined) i.priority = f.priority.name;
@@ -850,6 +980,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
       created: now(),
       properties: Object.fromEntries((body.properties ?? []).map((x) => [x.key, x.value])),
     };
+    writing(i);
     i.comments.push(c);
     i.updated = now();
     send(ctx.res, ctx.meta, 201, {
@@ -922,6 +1053,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
         errors: { resolution: 'Resolution is required.' },
       });
     }
+    writing(i);
     i.status = t.to;
     i.statusCategory = t.category;
     if (fields?.resolution?.name !== undefined) i.resolution = fields.resolution.name;
@@ -987,9 +1119,16 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
             .filter((x) => x.key.startsWith(`${project}-`))
             .map((x) => Number(x.key.split('-')[1])),
         ) + 1;
+      writing(i);
       i.previousKeys = [...(i.previousKeys ?? []), i.key];
       i.key = `${project}-${n}`;
       return i.key;
+    },
+    settle: () => unsettled.clear(),
+    userProperties: (accountId) => {
+      let own = userProperties.get(accountId);
+      if (own === undefined) userProperties.set(accountId, (own = new Map<string, unknown>()));
+      return own;
     },
     close: () => http.close(),
   };

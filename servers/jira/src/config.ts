@@ -76,6 +76,11 @@ export const JiraConfigSchema = defineConfig(
       .describe(
         'A create or comment identical in everything it sends, repeated within this many minutes, returns the earlier one instead of writing twice.',
       ),
+    JIRA_SEARCH_LAG_S: envInt(0, 3_600)
+      .default(120)
+      .describe(
+        "How long Jira's search may take to show a new issue (Jira Cloud's search lags behind writes). A create that got no answer holds back an identical one this long, until search can tell whether it was made.",
+      ),
   },
   {
     checks: [credentials],

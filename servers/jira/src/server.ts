@@ -9,6 +9,7 @@ import type { JiraDeps } from './deps.js';
 import { projectScope } from './format.js';
 import { jiraPrompts } from './prompts.js';
 import { jiraResources } from './resources.js';
+import { CreateJournal } from './journal.js';
 import { getIssueTool } from './tools/get-issue.js';
 import { searchIssuesTool } from './tools/search-issues.js';
 import {
@@ -74,11 +75,17 @@ export function createJiraServer(
   options: { logger: Logger; jira?: JiraOptions },
 ): ServerDefinition & { readonly deps: JiraDeps } {
   const scope = projectScope(config);
+  const jira = new Jira(config, options.logger, options.jira);
   const deps: JiraDeps = {
     config,
-    jira: new Jira(config, options.logger, options.jira),
+    jira,
     scope,
     logger: options.logger,
+    // A record is kept for the dedupe window plus the search lag.
+    journal: new CreateJournal(
+      jira,
+      (config.JIRA_DEDUPE_WINDOW_MIN * 60 + config.JIRA_SEARCH_LAG_S) * 1000,
+    ),
   };
   const definition = defineServer({
     name: SERVICE.name,

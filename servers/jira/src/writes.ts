@@ -32,8 +32,10 @@ const keyOf = (properties: unknown): string | undefined =>
  * `jira:entityProperty`, Connect `jiraEntityProperties`; a REST client cannot:
  * developer.atlassian.com/cloud/jira/platform/jira-entity-properties/), so the search uses what
  * Jira indexes — the project, the reporter (the server's account), the creation time — and each
- * candidate's property is read back with the results (`properties`) to confirm the key. Throws
- * when the window holds more creates than it reads (the caller says the write was not checked).
+ * candidate's property is read back with the results (`properties`) to confirm the key; an issue
+ * the journal knows (`reconcile`, its id) is shown as it is now, even before search's index has
+ * it. Throws when the window holds more creates than it reads (the caller
+ * says the write was not checked).
  */
 export async function findCreated(
   jira: Jira,
@@ -41,6 +43,7 @@ export async function findCreated(
   project: string,
   key: string,
   windowMin: number,
+  reconcile: readonly number[] = [],
 ): Promise<string | undefined> {
   const jql = `project = ${quote(project)} AND reporter = currentUser() AND created >= ${quote(`-${windowMin}m`)} ORDER BY created DESC`;
   let token: string | undefined;
@@ -51,6 +54,7 @@ export async function findCreated(
         fields: ['created'],
         properties: [DEDUPE_PROPERTY],
         maxResults: 100,
+        ...(reconcile.length === 0 ? {} : { reconcileIssues: [...reconcile] }),
         ...(token === undefined ? {} : { nextPageToken: token }),
       }),
     );

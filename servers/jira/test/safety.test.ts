@@ -114,6 +114,7 @@ describe('the project allow-list, before any request', () => {
     expect(text(result)).not.toContain(newKey);
     expect(text(result)).not.toMatch(/\bHR\b/);
     expect(JSON.stringify(h.records.at(-1))).not.toContain(newKey);
+    fake.settle(); // search sees the move once it reaches the index
     expect(keys(await search({}))).not.toContain('WEB-1');
   });
 

@@ -1,7 +1,7 @@
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { validateAdf } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { connectJira, expectNoSchemaDrift, startFake, text } from './helpers.ts';
+import { TOKEN, connectJira, expectNoSchemaDrift, startFake, text } from './helpers.ts';
 import type { JiraHarness } from './helpers.ts';
 
 // The write tools: Markdown in as schema-valid ADF, the create metadata checked before anything
@@ -118,9 +118,128 @@ describe('jira_create_issue', () => {
       key: (first.structuredContent as { key: string }).key,
       deduplicated: true,
     });
-    expect(text(again)).toMatch(/^Already created within the dedupe window/);
+    expect(text(again)).toMatch(
+      /^Created once \(an identical request within the dedupe window already did; nothing new sent\): OPS-\d+/,
+    );
     expect(fake.world.issues.length).toBe(before + 1);
     expect(fake.queries.some((q) => q.includes('issue.property'))).toBe(false);
+  });
+
+  describe("when Jira's search lags behind its writes (as Jira Cloud's does), on two replicas", () => {
+    // The fake's search shows a new issue only after searchLagMs, unless the request names it in
+    // reconcileIssues — developer.atlassian.com/cloud/jira/platform/search-and-reconcile/. Two
+    // servers on one site stand for two replicas behind a load balancer.
+    let slow: JiraFake;
+    let a: JiraHarness;
+    let b: JiraHarness;
+    beforeAll(async () => {
+      slow = await startFake({ searchLagMs: 600_000 });
+      const env = { GATEHOUSE_ENABLE_WRITES: 'true', JIRA_SEARCH_LAG_S: '1' };
+      [a, b] = await Promise.all([connectJira(slow, env), connectJira(slow, env)]);
+    });
+    afterAll(async () => {
+      await Promise.all([a?.close(), b?.close()]);
+      await slow?.close();
+    });
+    const create = (on: JiraHarness, summary: string) =>
+      on.client.callTool({
+        name: 'jira_create_issue',
+        arguments: { project: 'OPS', type: 'Task', summary },
+      });
+    const made = (summary: string) => slow.world.issues.filter((i) => i.summary === summary);
+    const pause = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+    it('a repeat right after a create (its answer lost on the way to the client) returns it once, on any replica', async () => {
+      const first = await create(a, 'Drain node 7');
+      const again = await create(b, 'Drain node 7');
+      expect(again.structuredContent).toMatchObject({
+        key: (first.structuredContent as { key: string }).key,
+        deduplicated: true,
+      });
+      expect(text(again)).toMatch(/^Created once \(an identical request/);
+      expect(made('Drain node 7')).toHaveLength(1);
+    });
+
+    it('a create Jira did not answer is reported as possibly made; a repeat anywhere is held back until search can tell', async () => {
+      slow.fail({ match: 'POST /rest/api/3/issue', status: 504, afterEffect: true });
+      const first = await create(a, 'Rotate the signing key');
+      expect(first.isError).toBe(true);
+      expect(text(first)).toMatch(
+        /^Jira gave no answer to the create \(504\), so it is not known whether the issue was made: .*held back until \d{4}-\d\d-\d\dT.*Look for it in OPS first/,
+      );
+      expect(text(first)).not.toMatch(/try again later/i);
+      expect(made('Rotate the signing key')).toHaveLength(1);
+      const held = await create(b, 'Rotate the signing key');
+      expect(held.isError).toBe(true);
+      expect(text(held)).toMatch(/^Not created: an identical create in OPS went out at /);
+      expect(b.records.at(-1)?.event).toMatchObject({ outcome: 'failure', reason: 'denied' });
+      // The search lookup failing while the create is unsettled holds back too.
+      slow.fail({ match: 'POST /rest/api/3/search/jql', status: 503 });
+      expect(text(await create(a, 'Rotate the signing key'))).toMatch(/^Not created:/);
+      expect(made('Rotate the signing key')).toHaveLength(1);
+      // Once search shows the truth and the lag has passed, the repeat returns the first issue.
+      slow.settle();
+      await pause(1_100);
+      const after = await create(b, 'Rotate the signing key');
+      expect(after.structuredContent).toMatchObject({
+        key: made('Rotate the signing key')[0]!.key,
+        deduplicated: true,
+      });
+      expect(made('Rotate the signing key')).toHaveLength(1);
+    });
+
+    it('a create Jira never made is made once the lag has passed', async () => {
+      slow.fail({ match: 'POST /rest/api/3/issue', status: 504 });
+      expect(text(await create(a, 'Renew the CA'))).toMatch(/^Jira gave no answer to the create/);
+      expect(text(await create(b, 'Renew the CA'))).toMatch(/^Not created:/);
+      expect(made('Renew the CA')).toHaveLength(0);
+      await pause(1_100);
+      const after = await create(a, 'Renew the CA');
+      expect(after.structuredContent).toMatchObject({ deduplicated: false, recovered: false });
+      expect(made('Renew the CA')).toHaveLength(1);
+    });
+
+    it('a create refused by Jira leaves nothing that holds a repeat back', async () => {
+      slow.fail({ match: 'POST /rest/api/3/issue', status: 400, message: 'Field x is invalid' });
+      expect((await create(a, 'Refused once')).isError).toBe(true);
+      const again = await create(b, 'Refused once');
+      expect(again.structuredContent).toMatchObject({ deduplicated: false });
+      expect(made('Refused once')).toHaveLength(1);
+    });
+
+    it("keeps the account's record of creates bounded: old entries go, and hold nothing secret", async () => {
+      const own = slow.userProperties('557058:bot');
+      const old = (Date.now() - 3_600_000).toString(36);
+      for (let n = 0; n < 12; n++)
+        own.set(`gatehouse.create.${old}.${String(n).padStart(24, '0')}`, { state: 'made' });
+      await create(a, 'Prune the journal');
+      const names = [...own.keys()];
+      expect(names.filter((k) => k.includes(`.${old}.`))).toHaveLength(2);
+      const fresh = names.filter((k) => !k.includes(`.${old}.`));
+      expect(fresh.length).toBeGreaterThan(0);
+      for (const k of fresh) {
+        expect(k).toMatch(/^gatehouse\.create\.[0-9a-z]+\.[0-9a-f]{24}$/);
+        const value = own.get(k) as Record<string, unknown>;
+        expect(['at', 'id', 'project', 'state']).toEqual(
+          expect.arrayContaining(Object.keys(value)),
+        );
+      }
+      const key = made('Prune the journal')[0]!;
+      expect(fresh.map((k) => own.get(k))).toContainEqual(
+        expect.objectContaining({ state: 'made', id: key.id, project: 'OPS' }),
+      );
+    });
+
+    it('says so when a create can be neither answered nor recorded', async () => {
+      slow.fail({ match: 'PUT /rest/api/3/user/properties/*', status: 403 });
+      slow.fail({ match: 'POST /rest/api/3/issue', status: 504 });
+      const lost = await create(a, 'Unrecorded');
+      expect(text(lost)).toMatch(
+        /^Jira gave no answer to the create \(504\), so it is not known whether the issue was made, and it could not be recorded for a repeat to find\. Look for it in OPS/,
+      );
+      expect(a.logs()).toMatch(/could not record a create/);
+      expect(a.logs()).not.toContain(TOKEN);
+    });
   });
 
   it('keys a create on everything it sends: a change of priority or labels is a new issue', async () => {

@@ -6,7 +6,7 @@
  * in a GitHub body, message metadata on Slack, an issue property on Jira).
  */
 import { createHash } from 'node:crypto';
-import { UpstreamError } from '../errors.js';
+import { PolicyError, UpstreamError } from '../errors.js';
 
 /** The key of a write: a hash of the principal and the exact content. */
 export function dedupeKey(parts: Record<string, unknown>): string {
@@ -34,7 +34,7 @@ export interface PostOutcome<T> {
 }
 
 /** Options of {@link postOnce}. */
-export interface PostOnceOptions {
+export interface PostOnceOptions<T = unknown> {
   /** Turns a failure into what the model sees (the vendor's upstream error mapping). */
   mapError?: (error: unknown) => unknown;
   /**
@@ -42,17 +42,23 @@ export interface PostOnceOptions {
    * failure and sends nothing; `post` writes anyway and reports `unchecked`.
    */
   onLookupFailure?: 'refuse' | 'post';
+  /**
+   * How to look for this call's own write after the post failed without an answer (default:
+   * `find`) — a vendor whose search lags behind its writes looks more patiently here.
+   */
+  recover?: () => Promise<T | undefined>;
 }
 
 /**
  * Posts once: returns what an earlier identical write made (`deduplicated`), else posts; when
- * the post fails without an answer, looks again before reporting the failure (`recovered`).
+ * the post fails without an answer, looks again before reporting the failure (`recovered`). A
+ * {@link PolicyError} from `find` refuses the call whatever `onLookupFailure` says.
  */
 export async function postOnce<T>(
   signal: AbortSignal,
   find: () => Promise<T | undefined>,
   post: () => Promise<T>,
-  options: PostOnceOptions = {},
+  options: PostOnceOptions<T> = {},
 ): Promise<PostOutcome<T>> {
   const mapError = options.mapError ?? ((error: unknown) => error);
   let unchecked: string | undefined;
@@ -60,6 +66,9 @@ export async function postOnce<T>(
     const earlier = await find();
     if (earlier !== undefined) return { value: earlier, deduplicated: true, recovered: false };
   } catch (error) {
+    // A refusal from the lookup (the vendor's part knows a post now could duplicate) is never
+    // a failed lookup to post past.
+    if (error instanceof PolicyError) throw error;
     if (signal.aborted || options.onLookupFailure !== 'post') throw mapError(error);
     const mapped = mapError(error);
     unchecked =
@@ -79,7 +88,7 @@ export async function postOnce<T>(
     return outcome(await post(), false);
   } catch (error) {
     if (!signal.aborted && ambiguous(error)) {
-      const made = await find().catch(() => undefined);
+      const made = await (options.recover ?? find)().catch(() => undefined);
       if (made !== undefined) return outcome(made, true);
     }
     throw signal.aborted ? (signal.reason as unknown) : mapError(error);

@@ -1,7 +1,8 @@
-import { ToolError, defineTool } from '@gatehouse/core';
-import { dedupeKey, postOnce } from '@gatehouse/core/saas';
+import { PolicyError, ToolError, defineTool } from '@gatehouse/core';
+import { ambiguous, dedupeKey, postOnce, sleep } from '@gatehouse/core/saas';
 import * as z from 'zod';
 import { jiraError } from '../client.js';
+import type { CallBounds } from '../client.js';
 import type { JiraDeps } from '../deps.js';
 import { allowedProject, issueView } from '../format.js';
 import { keyTarget } from '../format.js';
@@ -82,17 +83,10 @@ export function createIssueTool(deps: JiraDeps) {
       };
       if (ctx.dryRun)
         return ctx.preview(request, `Would create a ${args.type} in ${project}: ${args.summary}`);
-      const window = config.JIRA_DEDUPE_WINDOW_MIN;
-      const outcome = await postOnce(
-        ctx.signal,
-        () => findCreated(jira, ctx, project, key, window),
-        async () => {
-          const created = await writeCall(deps, ctx, `create issues in ${project}`, (api) =>
-            api.issues.createIssue(request),
-          );
-          return created.key ?? '';
-        },
-        { mapError: jiraError, onLookupFailure: 'post' },
+      const outcome = await createOnce(deps, ctx, project, key, () =>
+        writeCall(deps, ctx, `create issues in ${project}`, (api) =>
+          api.issues.createIssue(request),
+        ),
       );
       const { value, deduplicated, recovered } = outcome;
       const url = `${config.JIRA_URL.replace(/\/$/, '')}/browse/${value}`;
@@ -111,6 +105,110 @@ export function createIssueTool(deps: JiraDeps) {
 }
 
 /**
+ * Looks after a create that got no answer: at once, then after 1, 2 and 4 s more (search shows
+ * most writes within seconds), always ending before JIRA_SEARCH_LAG_S has passed.
+ */
+const RECOVERY_WAITS_MS = [0, 1_000, 2_000, 4_000];
+
+/**
+ * A create sent at most once (ADR 0012). An identical create in the window is returned: found
+ * through the journal (the account's own records, read directly) and search. A create that went
+ * out without an answer — recorded `sending` in the journal — holds back an identical one until
+ * JIRA_SEARCH_LAG_S has passed, when search can tell; a create that gets no answer is looked for
+ * for a few seconds and, when not found, reported as possibly made, never as one to retry.
+ */
+async function createOnce(
+  deps: JiraDeps,
+  ctx: CallBounds & { signal: AbortSignal },
+  project: string,
+  key: string,
+  create: () => Promise<{ id?: string; key?: string }>,
+) {
+  const { jira, config, journal, logger } = deps;
+  const lagMs = config.JIRA_SEARCH_LAG_S * 1000;
+  const search = (ids: readonly string[]) =>
+    findCreated(jira, ctx, project, key, config.JIRA_DEDUPE_WINDOW_MIN, ids.map(Number));
+  const held = (sent: number) =>
+    `an identical create in ${project} went out at ${new Date(sent).toISOString()} and its answer never came back (lost, or still on its way); it may have made the issue, and Jira's search can take a while to show it, so this one is held back until ${new Date(sent + lagMs).toISOString()} (JIRA_SEARCH_LAG_S). Look for it in ${project} first; after that time a repeat is created or returned once.`;
+  const warn = (what: string) => (error: unknown) => {
+    logger.warn({ err: jiraError(error).toolMessage() }, `Jira: could not ${what}`);
+    return undefined;
+  };
+  let record: string | undefined;
+  let sent: number | undefined;
+  let unanswered = false;
+  try {
+    return await postOnce(
+      ctx.signal,
+      async () => {
+        const entry = await journal.entry(ctx, key);
+        const unsettled = entry?.state === 'sending' && Date.now() < entry.at + lagMs;
+        // A failed search while a create is unsettled holds back too (never posts past it).
+        const found = await search(entry?.id === undefined ? [] : [entry.id]).catch(
+          (error: unknown) => {
+            if (!unsettled) throw error;
+            return undefined;
+          },
+        );
+        if (found === undefined && unsettled)
+          throw new PolicyError('jira_create_unsettled', `Not created: ${held(entry.at)}`);
+        return found;
+      },
+      async () => {
+        record = await journal.sending(ctx, key, project).catch(warn('record a create'));
+        sent = Date.now();
+        try {
+          const created = await create();
+          if (record !== undefined)
+            await journal
+              .made(ctx, record, {
+                state: 'made',
+                at: sent,
+                project,
+                ...(created.id === undefined ? {} : { id: created.id }),
+              })
+              .catch(warn('record a create'));
+          return created.key ?? '';
+        } catch (error) {
+          if (ambiguous(error)) unanswered = true;
+          else if (record !== undefined)
+            await journal.forget(ctx, record).catch(warn('forget a refused create'));
+          throw error;
+        }
+      },
+      {
+        mapError: jiraError,
+        onLookupFailure: 'post',
+        recover: async () => {
+          let waited = 0;
+          for (const wait of RECOVERY_WAITS_MS) {
+            // Only within the lag: after it, an identical create is no longer held back.
+            if ((waited += wait) > 0 && waited >= lagMs) break;
+            await sleep(wait, ctx.signal);
+            const found = await search([]).catch(() => undefined);
+            if (found !== undefined) return found;
+          }
+          return undefined;
+        },
+      },
+    );
+  } catch (error) {
+    if (!unanswered || sent === undefined || error instanceof PolicyError) throw error;
+    const status = jiraError(error).status;
+    if (record === undefined)
+      throw new ToolError(
+        `Jira gave no answer to the create (${status}), so it is not known whether the issue was made, and it could not be recorded for a repeat to find. Look for it in ${project} before creating it again: Jira's search can take a while to show it.`,
+        { code: 'jira_create_unknown', cause: error },
+      );
+    if (Date.now() >= sent + lagMs) throw error;
+    throw new ToolError(
+      `Jira gave no answer to the create (${status}), so it is not known whether the issue was made: ${held(sent)}`,
+      { code: 'jira_create_unknown', cause: error },
+    );
+  }
+}
+
+/**
  * What a once-only write did, in words: done; done once, its answer lost and found again;
  * already done by an identical write in the window (nothing new sent); or done without the
  * check for an earlier one, which failed — so a retry may have made a duplicate.
@@ -122,7 +220,7 @@ function writeSaid(
 ): string {
   const done = `${verb[0]!.toUpperCase()}${verb.slice(1)}`;
   if (outcome.deduplicated)
-    return `Already ${verb} within the dedupe window (an identical request; nothing new sent):`;
+    return `${done} once (an identical request within the dedupe window already did; nothing new sent):`;
   if (outcome.recovered) return `${done} once (Jira's answer was lost; found it):`;
   if (outcome.unchecked !== undefined)
     return `${done} without checking for an earlier identical one (the check failed: ${outcome.unchecked}); if this was a retry, look for ${what} made twice:`;
