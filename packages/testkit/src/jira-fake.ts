@@ -71,7 +71,7 @@ export interface FakeJiraProject {
   /** Fields a create must set beyond project, type and summary (by issue type name). */
   required?: Record<string, string[]>;
   /** Custom fields of every issue type's create screen (after the system ones). */
-  customFields?: Array<{ id: string; name: string; required?: boolean }>;
+  customFields?: Array<{ id: string; name: string; required?: boolean; options?: string[] }>;
 }
 
 export interface JiraWorld {
@@ -844,8 +844,18 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
           system: 'labels',
         }),
         field('assignee', 'Assignee', extra.has('assignee'), { type: 'user', system: 'assignee' }),
+        // A select list's options come as `value`, not `name` (Jira's custom field options).
         ...(p.customFields ?? []).map((c) =>
-          field(c.id, c.name, c.required === true, { type: 'string', custom: 'textfield' }),
+          c.options === undefined
+            ? field(c.id, c.name, c.required === true, { type: 'string', custom: 'textfield' })
+            : {
+                ...field(c.id, c.name, c.required === true, { type: 'option', custom: 'select' }),
+                allowedValues: c.options.map((value, n) => ({
+                  self: `${base}/rest/api/3/customFieldOption/${n + 1}`,
+                  id: String(n + 1),
+                  value,
+                })),
+              },
         ),
       ];
       const { startAt, maxResults } = pageOf(url);

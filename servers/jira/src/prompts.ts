@@ -86,7 +86,7 @@ export function jiraPrompts(deps: JiraDeps) {
       name: 'jira_write_bug_report',
       title: 'Write a bug report',
       description:
-        "Turn a description of a problem into a bug report in the project's fields (its create metadata is embedded), ready for jira_create_issue with dry_run.",
+        "Turn a description of a problem into a bug report in the project's fields (its issue types are embedded; the create-metadata resource has the fields), ready for jira_create_issue with dry_run.",
       arguments: {
         project: {
           description: 'The project key.',

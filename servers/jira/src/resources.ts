@@ -8,7 +8,13 @@ export function projectCompleter(deps: JiraDeps): Completer {
   return (value) => deps.scope.names.filter((p) => p.startsWith(value.trim().toUpperCase()));
 }
 
-/** A project's create metadata: issue types, and per type the fields with required flags and allowed values. */
+/** Allowed values listed per field; a select list of thousands would crowd out everything else. */
+const ALLOWED_SHOWN = 50;
+
+/**
+ * A project's create metadata: issue types, and per type the fields with required flags and
+ * allowed values (the first {@link ALLOWED_SHOWN}, and how many more there are).
+ */
 async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) {
   const types = await issueTypesOf(deps.jira, ctx, project);
   return Promise.all(
@@ -19,7 +25,12 @@ async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) 
         required: f.required === true,
         type: f.schema?.type,
         ...(Array.isArray(f.allowedValues)
-          ? { allowed: f.allowedValues.map((v) => v.name ?? v.value) }
+          ? {
+              allowed: f.allowedValues.slice(0, ALLOWED_SHOWN).map((v) => v.name ?? v.value),
+              ...(f.allowedValues.length > ALLOWED_SHOWN
+                ? { allowed_more: f.allowedValues.length - ALLOWED_SHOWN }
+                : {}),
+            }
           : {}),
       }));
       return { type: t.name, subtask: t.subtask === true, fields };

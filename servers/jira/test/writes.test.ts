@@ -297,6 +297,26 @@ describe('jira_create_issue', () => {
       });
       expect(text(refused)).toMatch(/missing required field\(s\): customfield_10155 \(Field 55\)/);
       expect(big.requests.some((r) => r.includes('startAt=50'))).toBe(true);
+      // A select list of 3 000 options lists 50 and says how many more there are.
+      p.issueTypes = p.issueTypes.slice(0, 3);
+      p.customFields = [
+        {
+          id: 'customfield_10300',
+          name: 'Component',
+          options: Array.from({ length: 3_000 }, (_, n) => `component-${n}`),
+        },
+      ];
+      const listed = JSON.parse(
+        (
+          (await hh.client.readResource({ uri: 'jira://project/OPS/createmeta' })).contents[0] as {
+            text: string;
+          }
+        ).text,
+      ) as Array<{ fields: Array<{ field: string; allowed?: string[]; allowed_more?: number }> }>;
+      const component = listed[0]!.fields.find((f) => f.field === 'customfield_10300')!;
+      expect(component.allowed).toHaveLength(50);
+      expect(component.allowed![49]).toBe('component-49');
+      expect(component.allowed_more).toBe(2_950);
     } finally {
       await hh.close();
       await big.close();
