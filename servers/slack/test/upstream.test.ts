@@ -283,6 +283,17 @@ describe('the start-up check', () => {
     }
   });
 
+  it('warns at start about a channel to post to that is not one to read, and leaves it out', async () => {
+    const logs = await start({
+      SLACK_READ_CHANNELS: '#general',
+      GATEHOUSE_ENABLE_WRITES: 'true',
+      SLACK_POST_CHANNELS: '#general,#incidents',
+    });
+    expect(logs()).toMatch(
+      /"channels":\["#incidents"\].*SLACK_POST_CHANNELS: channels not in SLACK_READ_CHANNELS are left out/,
+    );
+  });
+
   it('refuses to start when none of the channels to read is one the bot can see', async () => {
     await expect(start({ SLACK_READ_CHANNELS: '#nope,C0NOTLISTED' })).rejects.toBeInstanceOf(
       ConfigError,
