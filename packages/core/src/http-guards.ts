@@ -6,7 +6,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { isJSONRPCRequest, validateHostHeader } from '@modelcontextprotocol/server';
 import type { JSONRPCMessage } from '@modelcontextprotocol/server';
-import type { HttpServerOptions, Peer } from './http.js';
+import type { AuthOutcome, Authenticator } from './auth.js';
 import {
   RPC,
   asRequest,
@@ -17,6 +17,40 @@ import {
 import type { Logger } from './logger.js';
 import { hasScope } from './policy.js';
 import type { Principal } from './principal.js';
+
+/** Who is on the other end of a request, for the audit trail. */
+export interface Peer {
+  sourceIp: string | undefined;
+  userAgent: string | undefined;
+}
+
+/** What a request needs before the pipeline runs it: the scope, and what it names. */
+export interface ScopeNeed {
+  /** The method that needs it. */
+  readonly method: 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
+  /** The tool, resource URI or prompt the request names. */
+  readonly name: string;
+  readonly scope: string;
+}
+
+/** Who may call, and what the guards tell the audit trail (part of the HTTP server's options). */
+export interface AuthHooks {
+  /** Bearer authentication; absent means `none` (loopback only). */
+  authenticator?: Authenticator;
+  /**
+   * The scope one request needs (a tool call, a resource read, a prompt get, a completion), when
+   * what it names exists and is enabled; checked for every request of the body before anything
+   * runs, so a missing scope is an HTTP 403 the client can step up from.
+   */
+  requiredScope?: (
+    method: string,
+    params: Record<string, unknown> | undefined,
+  ) => ScopeNeed | undefined;
+  /** Audits a refused authentication (never with the credential). */
+  onAuthFailure?: (outcome: Extract<AuthOutcome, { ok: false }>, peer: Peer) => void;
+  /** Audits a request refused for a missing scope. */
+  onScopeDenied?: (principal: Principal, need: ScopeNeed, peer: Peer) => void;
+}
 
 /** One request to the MCP endpoint as the guards fill it in. */
 export interface GuardedRequest {
@@ -293,9 +327,7 @@ export function notDraining(draining: () => boolean): Guard {
 }
 
 /** Who is calling: the bearer credential becomes the principal (401/403/503 otherwise). */
-export function authenticate(
-  options: Pick<HttpServerOptions, 'authenticator' | 'onAuthFailure'>,
-): Guard {
+export function authenticate(options: Pick<AuthHooks, 'authenticator' | 'onAuthFailure'>): Guard {
   const { authenticator } = options;
   return async (call) => {
     if (authenticator === undefined) return undefined;
@@ -343,7 +375,7 @@ export function readJsonRpcBody(limit: number, logger: Logger): Guard {
 
 /** Scopes, for every request in the body (a batch included): 403 the client can step up from. */
 export function scopesHeld(
-  options: Pick<HttpServerOptions, 'requiredScope' | 'onScopeDenied' | 'authenticator'>,
+  options: Pick<AuthHooks, 'requiredScope' | 'onScopeDenied' | 'authenticator'>,
 ): Guard {
   return ({ requests, principal, peer }) => {
     for (const request of requests) {

@@ -3,7 +3,6 @@ import type { IncomingMessage, Server as HttpServer, ServerResponse } from 'node
 import type { AddressInfo } from 'node:net';
 import { createMcpHandler, localhostAllowedHostnames } from '@modelcontextprotocol/server';
 import type { AuthInfo, McpServerFactory } from '@modelcontextprotocol/server';
-import type { AuthOutcome, Authenticator } from './auth.js';
 import { isLoopbackHost } from './config.js';
 import {
   answer,
@@ -20,24 +19,16 @@ import {
   sendJson,
   underInflightCap,
 } from './http-guards.js';
-import type { Guard, GuardedRequest, Slots } from './http-guards.js';
+import type { AuthHooks, Guard, GuardedRequest, Slots } from './http-guards.js';
+
+export type { Peer, ScopeNeed } from './http-guards.js';
 import { ANONYMOUS } from './principal.js';
 import { traceHttpRequest } from './tracing.js';
-import type { Principal } from './principal.js';
 import type { ReadyResult } from './define.js';
 import type { Logger } from './logger.js';
 
-/** What a request needs before the pipeline runs it: the scope, and what it names. */
-export interface ScopeNeed {
-  /** The method that needs it. */
-  readonly method: 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
-  /** The tool, resource URI or prompt the request names. */
-  readonly name: string;
-  readonly scope: string;
-}
-
 /** Options of {@link startHttpServer}. */
-export interface HttpServerOptions {
+export interface HttpServerOptions extends AuthHooks {
   host: string;
   port: number;
   /** Path of the MCP endpoint, e.g. `/mcp`. */
@@ -50,17 +41,6 @@ export interface HttpServerOptions {
   logger: Logger;
   /** Readiness of the server's upstreams, behind `/readyz`. */
   ready?: () => Promise<ReadyResult>;
-  /** Bearer authentication; absent means `none` (loopback only). */
-  authenticator?: Authenticator;
-  /**
-   * The scope one request needs (a tool call, a resource read, a prompt get, a completion), when
-   * what it names exists and is enabled; checked for every request of the body before anything
-   * runs, so a missing scope is an HTTP 403 the client can step up from.
-   */
-  requiredScope?: (
-    method: string,
-    params: Record<string, unknown> | undefined,
-  ) => ScopeNeed | undefined;
   /** Idle keep-alive connections close after this long (above the load balancer's idle timeout). */
   keepAliveTimeoutMs?: number;
   /** A client must send the request headers within this long. */
@@ -71,16 +51,6 @@ export interface HttpServerOptions {
   maxInflight?: number;
   /** Subscription streams (subscriptions/listen) open at once; beyond it, 429. */
   maxSubscriptions?: number;
-  /** Audits a refused authentication (never with the credential). */
-  onAuthFailure?: (outcome: Extract<AuthOutcome, { ok: false }>, peer: Peer) => void;
-  /** Audits a request refused for a missing scope. */
-  onScopeDenied?: (principal: Principal, need: ScopeNeed, peer: Peer) => void;
-}
-
-/** Who is on the other end of a request, for the audit trail. */
-export interface Peer {
-  sourceIp: string | undefined;
-  userAgent: string | undefined;
 }
 
 /** A running HTTP server. */

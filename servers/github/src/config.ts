@@ -8,7 +8,7 @@ import {
 } from '@gatehouse/core';
 import type { ConfigCheck } from '@gatehouse/core';
 import * as z from 'zod';
-import { OWNER_NAME, REPO_NAME } from './scope.js';
+import { OWNER_NAME, REPO_NAME } from './names.js';
 
 /** owner/repo or owner/*, with the names GitHub allows (see parseRepo). */
 const repoEntry = (entry: string): boolean => {

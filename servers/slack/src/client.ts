@@ -119,7 +119,7 @@ export interface SlackPacing {
 }
 
 /**
- * Two WebClients with the settings the defaults get wrong for a server (wave2 §1.2): rate-limited
+ * Two WebClients with the settings the defaults get wrong for a server (ADR 0011): rate-limited
  * calls rejected at once (no 30-minute queue pause), no absolute URLs (the token would go there),
  * a per-request timeout that fires, the call's cancellation reaching the request; reads retried
  * twice through network failures, writes never (a lost answer would post twice).
