@@ -1,12 +1,16 @@
 #!/usr/bin/env node
-// Creates the secrets docker/compose.yaml mounts, in docker/secrets/ (git-ignored):
-// an API key (printed once; only its SHA-256 is stored), the state key, an Ed25519 audit signing
-// key, the PostgreSQL passwords and the read-only role's URL. Files that exist are kept (run it
-// again safely); the vendor tokens are yours to put in github_token, slack_token, jira_token.
+// Creates the secrets docker/compose.yaml mounts, in docker/secrets/ (git-ignored): an API key
+// (printed once; only its SHA-256 is stored), the state key, an Ed25519 audit signing key, and
+// each server's upstream credential as its declaration says (servers/<id>/package.json
+// gatehouse.deploy): made by the server's own module when it has one (the postgres server's
+// passwords and read-only URL), else a REPLACE-ME placeholder for you to fill in (the vendor
+// tokens). Files that exist are kept (run it again safely).
 // Usage: node docker/make-secrets.mjs [--rotate api_keys,state_key,…]
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { declarations, secretFile } from './render.mjs';
 
 const dir = join(import.meta.dirname, 'secrets');
 mkdirSync(dir, { recursive: true, mode: 0o700 });
@@ -42,15 +46,15 @@ secret('state_key', () => random(48));
 secret('audit_signing_key.pem', () =>
   generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
 );
-secret('postgres_admin_password', () => random());
-const ro = secret('postgres_ro_password', () => random());
-secret(
-  'postgres_url',
-  () => `postgres://gatehouse_ro:${encodeURIComponent(ro)}@postgres:5432/company\n`,
-);
-for (const vendor of ['github_token', 'slack_token', 'jira_token']) {
-  // Placeholders, so `config` and the Postgres-only stack work; the saas profile needs real ones.
-  secret(vendor, () => 'REPLACE-ME\n');
+for (const server of declarations()) {
+  const own = server.deploy.compose?.secrets;
+  if (own !== undefined) {
+    const { default: make } = await import(pathToFileURL(join(server.dir, own)).href);
+    make(secret, random);
+  }
+  // A placeholder where the server made none, so the stack without this server still starts;
+  // the server itself refuses to start until it is replaced (it names the variable).
+  secret(secretFile(server), () => 'REPLACE-ME\n');
 }
 process.stdout.write(
   said.length === 0

@@ -2,15 +2,11 @@
 // with a read-only root against a real upstream (PostgreSQL) or the vendor's fake on loopback,
 // probed, called over Streamable HTTP with an API key, drained with SIGTERM, and inspected.
 import { createHash } from 'node:crypto';
-import { chownSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { connectHttp, freePort } from '@gatehouse/testkit';
-import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
-import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
-import { freshDatabase, startPostgres } from '@gatehouse/testkit/postgres';
-import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
+import type { ServerUpstream, UpstreamModule } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   ROOT,
@@ -34,88 +30,17 @@ const API_KEYS = JSON.stringify([
   },
 ]);
 
-/** An upstream for one server's image, the env that points the server at it, and one call. */
-interface Upstream {
-  env: Record<string, string>;
-  call: { name: string; arguments: Record<string, unknown> };
-  /** What the answer to the call contains. */
-  expect: string;
-  close(): Promise<void>;
-}
-
-// One entry per server (the test below fails for a server without one).
-const upstreams: Record<string, () => Promise<Upstream>> = {
-  postgres: async () => {
-    const server = await startPostgres(process.env.GATEHOUSE_TEST_PG_URL);
-    const db = await freshDatabase(server.adminUrl, 'image');
-    const owner = new pg.Client({ connectionString: db.url });
-    await owner.connect();
-    const password = 'image-test-ro-password';
-    try {
-      await owner.query('CREATE TABLE release (name text, shipped date)');
-      await owner.query("INSERT INTO release VALUES ('gatehouse-container', '2026-12-01')");
-      const role = readFileSync(join(ROOT, 'servers/postgres/demo/readonly-role.sql'), 'utf8')
-        .replace("'change-me'", `'${password}'`)
-        .replaceAll('"company"', `"${db.name}"`)
-        .replaceAll('gatehouse_ro', `ro_${db.name}`);
-      await owner.query(role);
-    } finally {
-      await owner.end();
-    }
-    const url = new URL(db.url);
-    url.username = `ro_${db.name}`;
-    url.password = password;
-    return {
-      env: { POSTGRES_URL: url.toString() },
-      call: { name: 'postgres_query', arguments: { sql: 'SELECT name FROM release' } },
-      expect: 'gatehouse-container',
-      close: async () => {
-        await db.drop();
-        await server.stop();
-      },
-    };
-  },
-  github: async () => {
-    const token =
-      'github_pat_11IMAGETEST000000000000000000000000000000000000000000000000000000000000000000';
-    const fake = await startGitHubFake({
-      repos: githubSeed(),
-      tokens: { [token]: { login: 'octo', repos: ['acme/web'] } },
-    });
-    return {
-      env: { GITHUB_TOKEN: token, GITHUB_API_URL: fake.url, GITHUB_REPOS: 'acme/api' },
-      call: { name: 'github_get_issue', arguments: { repo: 'acme/api', number: 1 } },
-      expect: 'acme/api#1',
-      close: () => fake.close(),
-    };
-  },
-  slack: async () => {
-    const token = 'xoxb-1111111111-2222222222222-IMAGEtestTOKEN000000';
-    const fake = await startSlackFake({
-      world: slackSeed(),
-      tokens: { [token]: { scopes: ['channels:read', 'channels:history', 'users:read'] } },
-    });
-    return {
-      env: { SLACK_BOT_TOKEN: token, SLACK_API_URL: fake.url, SLACK_READ_CHANNELS: '#general' },
-      call: { name: 'slack_list_channels', arguments: {} },
-      expect: 'general',
-      close: () => fake.close(),
-    };
-  },
-  jira: async () => {
-    const [email, token] = ['bot@acme.example', 'ATATT3xFfGF0IMAGETESTtoken00000000000000000'];
-    const fake = await startJiraFake({
-      world: jiraSeed(),
-      credentials: [{ email, token, accountId: '557058:bot' }],
-    });
-    return {
-      env: { JIRA_URL: fake.url, JIRA_EMAIL: email, JIRA_API_TOKEN: token, JIRA_PROJECTS: 'OPS' },
-      call: { name: 'jira_get_issue', arguments: { key: 'OPS-1' } },
-      expect: 'OPS-1',
-      close: async () => fake.close(),
-    };
-  },
-};
+// Each server's own upstream (servers/<id>/test/upstream.ts, also its contract test's): a fake
+// or a real database, the env that points the server at it, and one call.
+const upstreams = Object.fromEntries(
+  await Promise.all(
+    serverNames().map(async (server) => {
+      const file = join(ROOT, 'servers', server, 'test/upstream.ts');
+      const loaded = existsSync(file) ? ((await import(file)) as Partial<UpstreamModule>) : {};
+      return [server, loaded.upstream] as const;
+    }),
+  ),
+);
 
 const servers = serverNames();
 const built = new Map<string, { tag: string; seconds: number; bytes: number }>();
@@ -137,12 +62,13 @@ beforeAll(async () => {
 // The intermediate images of these builds (the build stage is ~1.3 GB) are not kept.
 afterAll(() => sh('buildah', ['rmi', '--prune']));
 
-it('has a smoke upstream for every server (adding a server means one entry here)', () => {
-  expect(Object.keys(upstreams).sort()).toEqual(servers);
+it('has an upstream for every server (servers/<id>/test/upstream.ts, exporting upstream())', () => {
+  const missing = servers.filter((s) => typeof upstreams[s] !== 'function');
+  expect(missing, 'servers without test/upstream.ts').toEqual([]);
 });
 
 describe.each(servers)('the %s image', (server) => {
-  let upstream: Upstream;
+  let upstream: ServerUpstream;
   let container: Container;
   let port: number;
   let metricsPort: number;

@@ -13,11 +13,17 @@ import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { describe, expect, it } from 'vitest';
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { declarations, render as renderDeployment } from '../render.mjs';
 import { ROOT, must, serverNames } from './container.ts';
 
 type Obj = Record<string, any>;
 
+// The manifests are rendered from the servers' declarations (docker/render.mjs), as a user does.
+renderDeployment();
 const servers = serverNames();
+const declared = new Map(declarations().map((d) => [d.id, d.deploy]));
 const PROBE_PATHS = { liveness: '/healthz', readiness: '/readyz' } as const;
 
 async function render(dir: string): Promise<Obj[]> {
@@ -246,7 +252,13 @@ describe.each(['base', 'overlays/example'])('kubectl kustomize docker/k8s/%s', (
         ).toBeGreaterThan(0);
         return rule.ports.map((p: Obj) => p.port).join('+');
       });
-      expect(ports).toEqual(['53+53', '6379', '4318', server === 'postgres' ? '5432' : '443']);
+      const egress = declared.get(server)!.upstream.egress;
+      expect(ports).toEqual([
+        '53+53',
+        '6379',
+        '4318',
+        egress === 'https' ? '443' : `${egress.port}`,
+      ]);
       // The cloud metadata address is never reachable.
       const upstream = policy.spec.egress.at(-1).to[0].ipBlock;
       expect(upstream.except).toContain('169.254.0.0/16');
@@ -361,5 +373,37 @@ describe('docker/compose.yaml', () => {
     expect(compose.services['gatehouse-postgres'].depends_on.postgres.condition).toBe(
       'service_healthy',
     );
+  });
+});
+
+describe('docker/render.mjs', () => {
+  it('renders every server under servers/ and nothing else', () => {
+    expect([...declared.keys()]).toEqual(servers);
+  });
+
+  it('refuses a declaration that is missing or malformed, naming the file and the field', () => {
+    const root = mkdtempSync(join(tmpdir(), 'render-'));
+    const server = (id: string, gatehouse?: unknown) => {
+      mkdirSync(join(root, 'servers', id), { recursive: true });
+      writeFileSync(
+        join(root, 'servers', id, 'package.json'),
+        JSON.stringify({ name: id, version: '0.1.0', ...(gatehouse ? { gatehouse } : {}) }),
+      );
+    };
+    server('pagerduty');
+    expect(() => declarations(root)).toThrow(
+      /^servers\/pagerduty\/package.json gatehouse.deploy: missing/,
+    );
+    const good = {
+      port: 8090,
+      upstream: { variable: 'PD_TOKEN', key: 'token', placeholder: 'REPLACE-ME', egress: 'https' },
+    };
+    server('pagerduty', { deploy: { ...good, port: 80 } });
+    expect(() => declarations(root)).toThrow(/gatehouse.deploy: port must be a port number/);
+    server('pagerduty', { deploy: { ...good, upstream: { ...good.upstream, egress: 'ftp' } } });
+    expect(() => declarations(root)).toThrow(/upstream.egress must be "https" or/);
+    server('pagerduty', { deploy: good });
+    server('opsgenie', { deploy: good });
+    expect(() => declarations(root)).toThrow(/two servers declare the Compose port 8090/);
   });
 });

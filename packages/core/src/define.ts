@@ -35,8 +35,18 @@ export const READ_ONLY_ANNOTATIONS: Readonly<ToolAnnotations> = Object.freeze({
   openWorldHint: false,
 });
 
+/**
+ * What a call passes down to every upstream request: its abort signal and its deadline (a
+ * {@link RequestContext} is one). Vendor clients take this, not the whole context.
+ */
+export interface CallBounds {
+  readonly signal: AbortSignal;
+  /** Epoch ms by which the call must be answered. */
+  readonly deadline: number;
+}
+
 /** What every handler (tool, resource, prompt) gets from the pipeline. */
-export interface RequestContext {
+export interface RequestContext extends CallBounds {
   /** Who is calling; from authentication, never from arguments. */
   readonly principal: Principal;
   /** Fires on client cancellation, on the deadline and on forced shutdown. Pass it upstream. */

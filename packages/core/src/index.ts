@@ -30,6 +30,7 @@ export {
 } from './define.js';
 export type {
   Access,
+  CallBounds,
   Completer,
   DryRunPreview,
   PlainToolResult,

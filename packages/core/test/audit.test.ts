@@ -9,7 +9,7 @@ import {
   redactArgs,
   scrubSecrets,
 } from '@gatehouse/core/runtime';
-import { connectInMemory } from '@gatehouse/testkit';
+import { connectInMemory, resultText } from '@gatehouse/testkit';
 import type { Connection, Era } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -53,8 +53,7 @@ async function setup(env: Record<string, string> = {}) {
   return { client: connection.client, records, sink, probe, audit };
 }
 
-const text = (r: unknown): string =>
-  ((r as { content: Array<{ text?: string }> }).content ?? []).map((c) => c.text ?? '').join('');
+const text = resultText;
 
 describe('the audit record of a call', () => {
   it('keeps a redacted copy of what a write tool sent, secrets scrubbed', async () => {

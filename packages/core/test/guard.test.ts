@@ -20,7 +20,7 @@ import {
 } from '@gatehouse/core/runtime';
 import type { Principal } from '@gatehouse/core';
 import { createTestHarness } from '@gatehouse/core/testing';
-import { connectInMemory } from '@gatehouse/testkit';
+import { connectInMemory, resultText } from '@gatehouse/testkit';
 import type { ClientOptions, Connection } from '@gatehouse/testkit';
 import { Writable } from 'node:stream';
 import * as z from 'zod';
@@ -59,8 +59,7 @@ async function setup(
   return { client: connection.client, records, probe };
 }
 
-const text = (r: unknown): string =>
-  ((r as { content: Array<{ text?: string }> }).content ?? []).map((c) => c.text ?? '').join('');
+const text = resultText;
 
 const principal = (id: string, scopes: string[]): Principal => ({
   id,

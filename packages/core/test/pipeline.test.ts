@@ -9,7 +9,7 @@ import {
 import { createLogger, createRuntime, createServerFactory } from '@gatehouse/core/runtime';
 import type { ServerDefinition } from '@gatehouse/core';
 import type { AuditRecord } from '@gatehouse/audit';
-import { connectInMemory, memoryAudit } from '@gatehouse/testkit';
+import { connectInMemory, memoryAudit, resultText } from '@gatehouse/testkit';
 import type { Connection, Era } from '@gatehouse/testkit';
 import * as z from 'zod';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -60,10 +60,7 @@ async function harness(
   return h;
 }
 
-function text(result: unknown): string {
-  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
+const text = resultText;
 
 async function rpcError(promise: Promise<unknown>): Promise<{ code: number; message: string }> {
   try {

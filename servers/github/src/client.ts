@@ -10,17 +10,15 @@ import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
 import type { GitHubConfig } from './config.js';
+import type { CallBounds } from '@gatehouse/core';
 
 /** Methods that may be sent again after a failure (PATCH here only ever sets given values). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE']);
 
 export type GitHub = Octokit;
 
-/** What a call passes down to every request: its abort signal and deadline. */
-export interface CallBounds {
-  readonly signal: AbortSignal;
-  readonly deadline: number;
-}
+/** What a call passes down to every request (the core's; ADR 0018). */
+export type { CallBounds } from '@gatehouse/core';
 
 /** Request options for one call: the abort signal, and the deadline waits must fit in. */
 export function requestOptions(bounds: CallBounds, extra: Record<string, unknown> = {}) {

@@ -1,5 +1,5 @@
-import { CredentialError } from '@gatehouse/core';
-import type { CallBounds, GitHub } from './client.js';
+import { checkCredential, startupBounds } from '@gatehouse/core/saas';
+import type { GitHub } from './client.js';
 import { githubError, requestOptions } from './client.js';
 import type { GitHubConfig } from './config.js';
 import { parseRepo } from './scope.js';
@@ -35,63 +35,51 @@ export async function inspectAccess(
   scope: RepoScope,
   writes: boolean,
 ): Promise<AccessReport> {
-  const bounds: CallBounds = {
-    signal: AbortSignal.timeout(config.GITHUB_REQUEST_TIMEOUT_MS * 2),
-    deadline: Date.now() + config.GITHUB_REQUEST_TIMEOUT_MS * 2,
-  };
+  const bounds = startupBounds(config.GITHUB_REQUEST_TIMEOUT_MS, 2);
   const warnings: string[] = [];
   let identity = `GitHub App installation ${config.GITHUB_APP_INSTALLATION_ID ?? '?'}`;
   let scopes: string[] | undefined;
-  const rejected = (error: unknown): never => {
-    const mapped = githubError(error);
-    if ((mapped as { status?: number }).status === 401) {
-      throw new CredentialError(
-        config.GITHUB_TOKEN === undefined ? 'GITHUB_APP_PRIVATE_KEY' : 'GITHUB_TOKEN',
-        'GitHub rejected the credentials (401)',
-      );
-    }
-    throw mapped as Error;
-  };
+  const credential = <T>(fn: () => Promise<T>) =>
+    checkCredential(
+      config.GITHUB_TOKEN === undefined ? 'GITHUB_APP_PRIVATE_KEY' : 'GITHUB_TOKEN',
+      () => 'GitHub rejected the credentials (401)',
+      fn,
+      githubError,
+    );
   if (config.GITHUB_TOKEN !== undefined) {
-    try {
-      const me = await github.rest.users.getAuthenticated(requestOptions(bounds));
-      identity = me.data.login;
-      const header = me.headers['x-oauth-scopes'];
-      if (typeof header === 'string') {
-        scopes = header
-          .split(',')
-          .map((s) => s.trim())
-          .filter((s) => s !== '');
-        const broad = scopes.filter((s) => BROAD_SCOPES.includes(s));
-        if (broad.length > 0) {
-          warnings.push(
-            `the classic token has scopes this server never needs (${broad.join(', ')}); use a fine-grained token limited to Issues and Metadata`,
-          );
-        }
+    const me = await credential(() => github.rest.users.getAuthenticated(requestOptions(bounds)));
+    identity = me.data.login;
+    const header = me.headers['x-oauth-scopes'];
+    if (typeof header === 'string') {
+      scopes = header
+        .split(',')
+        .map((s) => s.trim())
+        .filter((s) => s !== '');
+      const broad = scopes.filter((s) => BROAD_SCOPES.includes(s));
+      if (broad.length > 0) {
+        warnings.push(
+          `the classic token has scopes this server never needs (${broad.join(', ')}); use a fine-grained token limited to Issues and Metadata`,
+        );
       }
-    } catch (error) {
-      rejected(error);
     }
   }
   const repos: Array<{ repo: string; visible: boolean; push: boolean }> = [];
   for (const name of scope.names) {
     const ref = parseRepo(name)!;
-    try {
-      const { data } = await github.rest.repos.get({
-        owner: ref.owner,
-        repo: ref.repo,
-        ...requestOptions(bounds),
-      });
-      repos.push({ repo: name, visible: true, push: data.permissions?.push === true });
-    } catch (error) {
-      const status = (error as { status?: number }).status;
-      if (status === 404 || status === 403) {
-        repos.push({ repo: name, visible: false, push: false });
-        warnings.push(`${name} is not visible to the credentials`);
-      } else {
-        rejected(error);
-      }
-    }
+    const data = await credential(() =>
+      github.rest.repos
+        .get({ owner: ref.owner, repo: ref.repo, ...requestOptions(bounds) })
+        .then((r) => r.data)
+        .catch((error: unknown) => {
+          const status = (error as { status?: number }).status;
+          if (status === 404 || status === 403) return undefined;
+          throw error;
+        }),
+    );
+    if (data === undefined) {
+      repos.push({ repo: name, visible: false, push: false });
+      warnings.push(`${name} is not visible to the credentials`);
+    } else repos.push({ repo: name, visible: true, push: data.permissions?.push === true });
   }
   if (writes && repos.length > 0 && !repos.some((r) => r.push)) {
     warnings.push(

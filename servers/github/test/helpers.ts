@@ -70,8 +70,5 @@ export function expectValidResponses(fake: GitHubFake): void {
   expect(validateGitHubResponses(fake.responses)).toEqual([]);
 }
 
-/** The text content of a tool result. */
-export function text(result: unknown): string {
-  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
+/** The text of a tool result, as the model reads it. */
+export { resultText as text } from '@gatehouse/testkit';

@@ -1,19 +1,17 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
-import { createUpstreamErrors, timedFetch, waitingOutRateLimits } from '@gatehouse/core/saas';
+import { boundedFetch, createUpstreamErrors, waitingOutRateLimits } from '@gatehouse/core/saas';
+import type { BoundedFetch } from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createCloudClient } from 'jira.js/cloud';
 import { isApiError, isNetworkError, isRateLimitError } from 'jira.js/core';
 import type { JiraConfig } from './config.js';
+import type { CallBounds } from '@gatehouse/core';
 
 export type JiraApi = ReturnType<typeof createCloudClient>;
 
-/** What a call passes down to every request: its abort signal and deadline. */
-export interface CallBounds {
-  readonly signal: AbortSignal;
-  readonly deadline: number;
-}
+/** What a call passes down to every request (the core's; ADR 0018). */
+export type { CallBounds } from '@gatehouse/core';
 
 function fieldErrors(data: unknown): string[] {
   const errors = (data as { errors?: Record<string, unknown> } | undefined)?.errors;
@@ -51,32 +49,28 @@ export function jiraError(error: unknown): UpstreamError {
 }
 
 /**
- * jira.js calls the global `fetch` and takes neither a timeout nor a signal. For requests to the
- * configured Jira site only, the process's fetch applies JIRA_REQUEST_TIMEOUT_MS (the kit's
- * timedFetch) and the running call's signal (carried by AsyncLocalStorage); every other request
- * passes through untouched.
+ * jira.js 6 calls the global `fetch` and takes neither a fetch, a timeout nor a signal, so for
+ * requests to the configured Jira site only, the process's fetch goes through the kit's bounded
+ * fetch (JIRA_REQUEST_TIMEOUT_MS, and the running call's signal); every other request passes
+ * through untouched. The one place a server patches the process (ADR 0018: a jira.js that takes a
+ * fetch, or a client of our own, would end it).
  */
-const sites = new Map<string, number>();
-const callSignal = new AsyncLocalStorage<AbortSignal>();
-let installed = false;
-function boundJiraFetch(origin: string, timeoutMs: number): void {
-  sites.set(origin, timeoutMs);
-  if (installed) return;
-  installed = true;
-  const original = globalThis.fetch;
-  globalThis.fetch = (input, init) => {
-    const href = typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-    const ms = sites.get(new URL(href).origin);
-    if (ms === undefined) return original(input, init);
-    const call = callSignal.getStore();
-    const signal =
-      call === undefined
-        ? init?.signal
-        : init?.signal
-          ? AbortSignal.any([init.signal, call])
-          : call;
-    return timedFetch(ms, original)(input, { ...init, ...(signal ? { signal } : {}) });
-  };
+const sites = new Map<string, BoundedFetch>();
+let original: typeof fetch | undefined;
+function boundJiraFetch(origin: string, timeoutMs: number): BoundedFetch {
+  if (original === undefined) {
+    const base = globalThis.fetch;
+    original = base;
+    globalThis.fetch = (input, init) => {
+      const href =
+        typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
+      const site = sites.get(new URL(href).origin);
+      return site === undefined ? base(input, init) : site.fetch(input, init);
+    };
+  }
+  const bounded = boundedFetch(timeoutMs, original);
+  sites.set(origin, bounded);
+  return bounded;
 }
 
 /** How the client waits; tests shorten a rate limit's second. */
@@ -90,6 +84,7 @@ export interface JiraOptions {
 export class Jira {
   readonly api: JiraApi;
   readonly #secondMs: number;
+  readonly #bounded: BoundedFetch;
 
   constructor(
     config: JiraConfig,
@@ -98,7 +93,7 @@ export class Jira {
   ) {
     const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
     const host = config.JIRA_URL.replace(/\/$/, '');
-    boundJiraFetch(new URL(host).origin, config.JIRA_REQUEST_TIMEOUT_MS);
+    this.#bounded = boundJiraFetch(new URL(host).origin, config.JIRA_REQUEST_TIMEOUT_MS);
     this.api = createCloudClient({
       host,
       auth: basic
@@ -126,7 +121,7 @@ export class Jira {
   ): Promise<T> {
     return withRetry(
       () =>
-        waitingOutRateLimits(() => callSignal.run(bounds.signal, () => fn(this.api)), {
+        waitingOutRateLimits(() => this.#bounded.within(bounds.signal, () => fn(this.api)), {
           signal: bounds.signal,
           deadline: bounds.deadline,
           map: jiraError,

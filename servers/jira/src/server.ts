@@ -1,4 +1,5 @@
-import { CredentialError, UpstreamError, defineServer } from '@gatehouse/core';
+import { defineServer } from '@gatehouse/core';
+import { checkCredential, startupBounds } from '@gatehouse/core/saas';
 import type { Logger, ServerDefinition, StartupReport } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
 import { Jira } from './client.js';
@@ -32,19 +33,12 @@ export const PERMISSIONS = [
 
 /** The start-up check: who the credentials are (/myself) and what they may do per project. */
 async function checkAccess(deps: JiraDeps): Promise<StartupReport> {
-  const timeout = deps.config.JIRA_REQUEST_TIMEOUT_MS * 3;
-  const bounds = { signal: AbortSignal.timeout(timeout), deadline: Date.now() + timeout };
-  let me;
-  try {
-    me = await deps.jira.call(bounds, 'read', (api) => api.myself.getCurrentUser());
-  } catch (error) {
-    if (error instanceof UpstreamError && error.status === 401) {
-      const variable =
-        deps.config.JIRA_OAUTH_TOKEN === undefined ? 'JIRA_API_TOKEN' : 'JIRA_OAUTH_TOKEN';
-      throw new CredentialError(variable, 'Jira rejected the credentials (401)');
-    }
-    throw error;
-  }
+  const bounds = startupBounds(deps.config.JIRA_REQUEST_TIMEOUT_MS);
+  const me = await checkCredential(
+    deps.config.JIRA_OAUTH_TOKEN === undefined ? 'JIRA_API_TOKEN' : 'JIRA_OAUTH_TOKEN',
+    () => 'Jira rejected the credentials (401)',
+    () => deps.jira.call(bounds, 'read', (api) => api.myself.getCurrentUser()),
+  );
   const projects = [];
   const warnings: string[] = [];
   for (const key of deps.scope.names) {

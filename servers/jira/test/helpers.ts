@@ -64,10 +64,8 @@ export function expectNoSchemaDrift(): void {
   expect(drift).toEqual([]);
 }
 
-export function text(result: unknown): string {
-  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
+/** The text of a tool result, as the model reads it. */
+export { resultText as text } from '@gatehouse/testkit';
 
 export const keys = (result: unknown): string[] =>
   (

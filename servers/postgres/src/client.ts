@@ -16,13 +16,10 @@ import { ReadOnlyStatement, SESSION_CHECK } from './pipeline.js';
 import type { QueryParam } from './pipeline.js';
 import type { RoleReport } from './role-check.js';
 import type { CatalogLookup, Reached, ReachedFunction } from './sql-policy.js';
+import type { CallBounds } from '@gatehouse/core';
 
-/** What a database call needs from the tool call: its abort signal and deadline. */
-export interface CallBounds {
-  readonly signal: AbortSignal;
-  /** Epoch ms by which the call must be answered. */
-  readonly deadline: number;
-}
+/** What a call passes down to every request (the core's; ADR 0018). */
+export type { CallBounds } from '@gatehouse/core';
 
 /** The state of the startup role check. */
 type Verification =

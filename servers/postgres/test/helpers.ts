@@ -171,8 +171,5 @@ export async function connectPostgres(
   };
 }
 
-/** The text content of a tool result. */
-export function text(result: unknown): string {
-  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
+/** The text of a tool result, as the model reads it. */
+export { resultText as text } from '@gatehouse/testkit';

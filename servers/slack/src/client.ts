@@ -1,13 +1,12 @@
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { ToolError, UpstreamError } from '@gatehouse/core';
-import type { Logger } from '@gatehouse/core';
+import type { CallBounds, Logger } from '@gatehouse/core';
 import {
   Pacer,
+  boundedFetch,
   createUpstreamErrors,
-  timedFetch,
   waitingOutRateLimits,
 } from '@gatehouse/core/saas';
-import type { UpstreamProfile } from '@gatehouse/core/saas';
+import type { BoundedFetch, UpstreamProfile } from '@gatehouse/core/saas';
 import {
   LogLevel,
   WebAPIHTTPError,
@@ -19,11 +18,8 @@ import {
 import type { Logger as SlackLogger } from '@slack/web-api';
 import type { SlackConfig } from './config.js';
 
-/** What a call passes down to every request: its abort signal and deadline. */
-export interface CallBounds {
-  readonly signal: AbortSignal;
-  readonly deadline: number;
-}
+/** What a call passes down to every request (the core's; ADR 0018). */
+export type { CallBounds } from '@gatehouse/core';
 
 /** Slack's `ok: false` codes, as the model should read them (status: the closest HTTP one). */
 const CODES: Readonly<Record<string, readonly [number, string]>> = {
@@ -127,7 +123,7 @@ export interface SlackPacing {
 export class Slack {
   readonly #read: WebClient;
   readonly #write: WebClient;
-  readonly #signal = new AsyncLocalStorage<AbortSignal>();
+  readonly #bounded: BoundedFetch;
   readonly #history: Pacer;
   readonly #secondMs: number;
 
@@ -136,18 +132,9 @@ export class Slack {
     private readonly logger: Logger,
     pacing: SlackPacing = {},
   ) {
-    const timed = timedFetch(config.SLACK_REQUEST_TIMEOUT_MS);
-    // The call's own signal (cancellation, deadline) joins each request.
-    const fetch: typeof globalThis.fetch = (input, init) => {
-      const call = this.#signal.getStore();
-      const signal =
-        call === undefined
-          ? init?.signal
-          : init?.signal
-            ? AbortSignal.any([init.signal, call])
-            : call;
-      return timed(input, { ...init, ...(signal ? { signal } : {}) });
-    };
+    // A timeout per request, and the call's own signal (cancellation, deadline) on each.
+    this.#bounded = boundedFetch(config.SLACK_REQUEST_TIMEOUT_MS);
+    const { fetch } = this.#bounded;
     const common = {
       slackApiUrl: config.SLACK_API_URL,
       logger: slackLogger(logger),
@@ -199,7 +186,7 @@ export class Slack {
             { code: 'history_paced' },
           );
         }
-        return this.#signal.run(bounds.signal, () =>
+        return this.#bounded.within(bounds.signal, () =>
           fn(kind === 'write' ? this.#write : this.#read),
         );
       },

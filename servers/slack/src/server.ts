@@ -1,7 +1,7 @@
-import { CredentialError, UpstreamError, defineServer } from '@gatehouse/core';
+import { defineServer } from '@gatehouse/core';
 import type { Logger, ServerDefinition, StartupReport } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
-import { writesEnabled } from '@gatehouse/core/saas';
+import { checkCredential, startupBounds, writesEnabled } from '@gatehouse/core/saas';
 import { ChannelDirectory } from './channels.js';
 import { Slack } from './client.js';
 import type { SlackPacing } from './client.js';
@@ -41,20 +41,12 @@ export function scopesNeeded(config: SlackConfig, writes: boolean): string[] {
 
 /** The start-up check: the token (auth.test), its scopes, and what the bot can read and post. */
 async function checkAccess(deps: SlackDeps, writes: boolean): Promise<StartupReport> {
-  const timeout = deps.config.SLACK_REQUEST_TIMEOUT_MS * 3;
-  const bounds = { signal: AbortSignal.timeout(timeout), deadline: Date.now() + timeout };
-  let auth;
-  try {
-    auth = await deps.slack.call(bounds, 'read', (c) => c.auth.test());
-  } catch (error) {
-    if (error instanceof UpstreamError && error.status === 401) {
-      throw new CredentialError(
-        'SLACK_BOT_TOKEN',
-        `Slack rejected the bot token (${error.message})`,
-      );
-    }
-    throw error;
-  }
+  const bounds = startupBounds(deps.config.SLACK_REQUEST_TIMEOUT_MS);
+  const auth = await checkCredential(
+    'SLACK_BOT_TOKEN',
+    (error) => `Slack rejected the bot token (${error.message})`,
+    () => deps.slack.call(bounds, 'read', (c) => c.auth.test()),
+  );
   if (auth.url !== undefined) deps.workspace.url = auth.url;
   await deps.channels.load(bounds);
   const scopes = auth.response_metadata?.scopes ?? [];

@@ -62,11 +62,8 @@ export function expectCleanFake(fake: SlackFake): void {
   expect(fake.violations).toEqual([]);
 }
 
-/** The text content of a tool result. */
-export function text(result: unknown): string {
-  const content = (result as { content?: Array<{ type: string; text?: string }> }).content ?? [];
-  return content.map((c) => c.text ?? '').join('\n');
-}
+/** The text of a tool result, as the model reads it. */
+export { resultText as text } from '@gatehouse/testkit';
 
 /** Runs `fn` and returns the Slack methods it sent requests to (failed ones included). */
 export async function callsDuring(fake: SlackFake, fn: () => Promise<unknown>): Promise<string[]> {

@@ -4,6 +4,7 @@
  * joined to the call's signal so a cancelled call stops at once.
  */
 
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { traceUpstream, tracingEnabled } from '../tracing.js';
 
 /** An upstream request that did not answer within its timeout. */
@@ -39,5 +40,38 @@ export function timedFetch(ms: number, base: typeof fetch = fetch): typeof fetch
       if (timeout.aborted && !(init?.signal?.aborted ?? false)) throw new RequestTimeoutError(ms);
       throw error;
     }
+  };
+}
+
+/** The signal of the call running in this async context (one per process: any client's fetch sees it). */
+const runningCall = new AsyncLocalStorage<AbortSignal>();
+
+/** What {@link boundedFetch} returns. */
+export interface BoundedFetch {
+  /** The fetch to hand the vendor client. */
+  readonly fetch: typeof fetch;
+  /** Runs `fn` with `signal` joined to every request it sends through {@link BoundedFetch.fetch}. */
+  within<T>(signal: AbortSignal, fn: () => T): T;
+}
+
+/**
+ * The fetch every vendor client gets: a timeout per request ({@link timedFetch}) and the running
+ * call's signal (cancellation, deadline, shutdown), set by `within` for what a call sends — so a
+ * client that takes no signal per request still stops when the call does.
+ */
+export function boundedFetch(ms: number, base: typeof fetch = fetch): BoundedFetch {
+  const timed = timedFetch(ms, base);
+  return {
+    fetch: (input, init) => {
+      const running = runningCall.getStore();
+      const signal =
+        running === undefined
+          ? init?.signal
+          : init?.signal
+            ? AbortSignal.any([init.signal, running])
+            : running;
+      return timed(input, { ...init, ...(signal ? { signal } : {}) });
+    },
+    within: (signal, fn) => runningCall.run(signal, fn),
   };
 }

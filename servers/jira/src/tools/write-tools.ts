@@ -33,7 +33,7 @@ export function createIssueTool(deps: JiraDeps) {
   return defineTool({
     name: 'jira_create_issue',
     title: 'Create an issue',
-    description: `Create an issue in one of this server's projects (${scope.describe()}). The description is Markdown (converted for Jira; images and non-web links are left out). Required fields and allowed values are checked before anything is sent (see the project's create-metadata resource). Repeating the same create returns the first issue instead of a second one. Preview with dry_run.`,
+    description: `Create an issue in one of this server's projects (jira://projects lists them). The description is Markdown (converted for Jira; images and non-web links are left out). Required fields and allowed values are checked before anything is sent (see the project's create-metadata resource). Repeating the same create returns the first issue instead of a second one. Preview with dry_run.`,
     access: 'write',
     annotations: JIRA_WRITE,
     auditArgs: 'redacted',

@@ -10,7 +10,7 @@ export function explainSlowQueryPrompt(deps: PostgresDeps) {
   return definePrompt({
     name: 'postgres_explain_slow_query',
     title: 'Explain a slow query',
-    description: `Diagnose a slow SELECT on the ${db.database} database: its EXPLAIN plan and the schemas and indexes of the tables it reads are embedded.`,
+    description: `Diagnose a slow SELECT: its EXPLAIN plan and the schemas and indexes of the tables it reads are embedded.`,
     arguments: {
       sql: { description: 'The slow SELECT statement.', required: true },
     },

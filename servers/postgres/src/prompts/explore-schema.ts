@@ -9,7 +9,7 @@ export function exploreSchemaPrompt(deps: PostgresDeps) {
   return definePrompt({
     name: 'postgres_explore_schema',
     title: 'Explore a database schema',
-    description: `Get oriented in a schema of the ${db.database} database: what the tables hold, how they relate, and which questions they can answer.`,
+    description: `Get oriented in a schema of the database: what the tables hold, how they relate, and which questions they can answer.`,
     arguments: {
       schema: {
         description: `Schema to explore (${db.schemas.join(', ')}); default ${db.schemas[0]}.`,

@@ -22,7 +22,7 @@ export function writeQueryPrompt(deps: PostgresDeps) {
   return definePrompt({
     name: 'postgres_write_safe_query',
     title: 'Write a safe SQL query',
-    description: `Turn a question into one read-only SELECT on the ${db.database} database, with the schemas of the relevant tables embedded so the query uses real column names.`,
+    description: `Turn a question into one read-only SELECT on the database, with the schemas of the relevant tables embedded so the query uses real column names.`,
     arguments: {
       question: { description: 'The question to answer with data.', required: true },
       tables: {

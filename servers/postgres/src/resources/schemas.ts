@@ -9,7 +9,7 @@ export function schemasResource(deps: PostgresDeps) {
     kind: 'static',
     name: 'postgres_schemas',
     uri: `postgres://${encodeURIComponent(db.database)}/schemas`,
-    title: `Schemas of ${db.database}`,
+    title: 'Schemas and their tables',
     description:
       'The schemas this server exposes, each with its tables and views (kind, estimated rows, comment).',
     mimeType: 'application/json',

@@ -15,7 +15,7 @@ export function describeTableTool(deps: PostgresDeps) {
   return defineTool({
     name: 'postgres_describe_table',
     title: 'Describe a table',
-    description: `Describe one table or view of the ${db.database} database: columns with types, nullability, defaults and comments; primary key, unique constraints, foreign keys (both directions) and indexes. Masked columns are marked. Use it before writing a query against the table.`,
+    description: `Describe one table or view of the database: columns with types, nullability, defaults and comments; primary key, unique constraints, foreign keys (both directions) and indexes. Masked columns are marked. Use it before writing a query against the table.`,
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({

@@ -6,12 +6,11 @@ import { QueryParamSchema } from './query.js';
 
 /** `postgres_explain`: the planner's view of a SELECT, as JSON and text. */
 export function explainTool(deps: PostgresDeps) {
-  const { config, db } = deps;
-  const analyze = config.POSTGRES_ALLOW_EXPLAIN_ANALYZE;
+  const { config } = deps;
   return defineTool({
     name: 'postgres_explain',
     title: 'Explain a query plan',
-    description: `Show PostgreSQL's execution plan for one SELECT on the ${db.database} database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. ${analyze ? 'With analyze: true the query also runs (read-only, under the statement timeout) and the plan shows actual times and rows.' : 'The query is planned, not run (EXPLAIN ANALYZE is disabled on this server).'} A query that reads a masked column is explained without the planner's estimates (rows, widths, costs), which come from the masked values; one that filters, joins or sorts on it is refused, like in postgres_query.`,
+    description: `Show PostgreSQL's execution plan for one SELECT on the database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. The query is planned, not run; where the server allows it (POSTGRES_ALLOW_EXPLAIN_ANALYZE), analyze: true also runs it (read-only, under the statement timeout) and the plan shows actual times and rows. A query that reads a masked column is explained without the planner's estimates (rows, widths, costs), which come from the masked values; one that filters, joins or sorts on it is refused, like in postgres_query.`,
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
@@ -25,9 +24,7 @@ export function explainTool(deps: PostgresDeps) {
         .boolean()
         .optional()
         .describe(
-          analyze
-            ? 'Also run the query and report actual times and row counts (default false).'
-            : 'Not available on this server; leave unset.',
+          'Also run the query and report actual times and row counts (default false; refused unless the server allows it).',
         ),
       verbose: z.boolean().optional().describe('Include output columns and schema names.'),
     }),

@@ -12,7 +12,7 @@ export function listTablesTool(deps: PostgresDeps) {
   return defineTool({
     name: 'postgres_list_tables',
     title: 'List tables and views',
-    description: `List the tables and views the ${db.database} database exposes to this server (schemas ${db.schemas.join(', ')}), with kind, estimated row count, comment and whether they are readable. Use it first to find what to query; then postgres_describe_table for columns.`,
+    description: `List the tables and views the database exposes to this server (in the schemas it is configured for), with kind, estimated row count, comment and whether they are readable. Use it first to find what to query; then postgres_describe_table for columns.`,
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({

@@ -40,7 +40,7 @@ export function readChannelTool(deps: SlackDeps) {
         .max(200)
         .optional()
         .describe(
-          `Messages per page (default ${config.SLACK_PAGE_SIZE}${config.SLACK_HISTORY_LIMITED ? ', at most 15 under the limited mode' : ''}).`,
+          "Messages per page (default: the server's page size, SLACK_PAGE_SIZE; at most 15 when Slack limits history reads).",
         ),
       cursor: CursorArg,
     }),

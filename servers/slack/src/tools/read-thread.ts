@@ -24,7 +24,7 @@ export function readThreadTool(deps: SlackDeps) {
         .min(1)
         .max(200)
         .optional()
-        .describe(`Messages per page (default ${config.SLACK_PAGE_SIZE}).`),
+        .describe("Messages per page (default: the server's page size, SLACK_PAGE_SIZE)."),
       cursor: CursorArg,
     }),
     output: ReadOutput,

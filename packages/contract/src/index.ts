@@ -1,0 +1,144 @@
+/**
+ * `@gatehouse/contract`: what every Gatehouse server must hold, as one vitest suite. A server's
+ * `test/contract.test.ts` is three lines:
+ *
+ *   import { serverContract } from '@gatehouse/contract';
+ *   import { docs } from '../src/server.ts';
+ *   import { upstream } from './upstream.ts';
+ *   serverContract(docs, upstream);
+ *
+ * It checks the surface a model is told against the reviewed snapshot, that the surface does not
+ * change with the configuration, the tools' names, annotations and strict input schemas, the
+ * README's generated tables, the deployment declaration in package.json against the
+ * configuration schema, and one real call
+ * through the server's upstream (`test/upstream.ts`) with a real client in the default text view.
+ */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadConfig } from '@gatehouse/core';
+import { describeConfig, surfaceSnapshot, surfaceSnapshotOf } from '@gatehouse/core/docs';
+import type { ServerDocs } from '@gatehouse/core/docs';
+import { checkAtStart } from '@gatehouse/core/runtime';
+import { captureLogger, createTestHarness } from '@gatehouse/core/testing';
+import { checkGeneratedDocs, connectInMemory, resultText as textOf } from '@gatehouse/testkit';
+import type { Connection, ServerUpstream } from '@gatehouse/testkit';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+type Json = Record<string, unknown>;
+
+/**
+ * The surface without what names the deployment on purpose: the server's own instructions (what it
+ * is set up for) and static resources' URIs (a resource of the configured database is
+ * `postgres://<database>/schemas`, as the server's templates address it).
+ */
+async function listings(docs: ServerDocs, env: Readonly<Record<string, string>>) {
+  const definition = docs.create(loadConfig(docs.schema, env) as never, {
+    logger: captureLogger().logger,
+  });
+  try {
+    const { server: _server, resources, ...rest } = surfaceSnapshot(definition);
+    return {
+      ...rest,
+      resources: (resources as Json[]).map(({ uri: _uri, ...resource }) => resource),
+    };
+  } finally {
+    await definition.close?.();
+  }
+}
+
+/**
+ * The contract suite of one server. `docs` is what its `src/server.ts` exports for the generated
+ * docs; `upstream` starts what the server talks to (docs/adding-a-server.md).
+ */
+export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerUpstream>): void {
+  const manifest = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as {
+    name: string;
+    gatehouse?: { deploy?: Json };
+  };
+
+  it('what the model is told matches the reviewed snapshot (test/__toolsnaps__/surface.json)', async () => {
+    await expect(await surfaceSnapshotOf(docs)).toMatchFileSnapshot(
+      join(process.cwd(), 'test/__toolsnaps__/surface.json'),
+    );
+  });
+
+  describe(`the ${docs.id} server's contract`, () => {
+    let up: ServerUpstream;
+    let connection: Connection;
+    let harness: ReturnType<typeof createTestHarness>;
+    const env = () => ({ ...docs.exampleEnv, ...up.env });
+
+    beforeAll(async () => {
+      up = await upstream();
+      const config = loadConfig(docs.schema, { GATEHOUSE_PRINCIPAL: 'contract', ...env() });
+      harness = createTestHarness(config as never);
+      const definition = docs.create(config as never, { logger: harness.logger });
+      await checkAtStart(definition, harness.logger);
+      connection = await connectInMemory(harness.factory(definition));
+    });
+    afterAll(async () => {
+      await connection?.close();
+      await up?.close();
+    });
+
+    it('tells the model the same in every configuration (no setting in a listing)', async () => {
+      // The example configuration and the upstream's differ (other URLs, lists, credentials):
+      // what tools, resources and prompts say must not, so one snapshot covers every deployment.
+      expect(await listings(docs, env())).toEqual(await listings(docs, docs.exampleEnv));
+    });
+
+    it(`names every tool ${docs.id}_…, with a title, annotations and an input schema that refuses unknown arguments`, async () => {
+      const { tools } = await connection.client.listTools();
+      expect(tools.length).toBeGreaterThan(0);
+      for (const tool of tools) {
+        expect(tool.name).toMatch(new RegExp(`^${docs.id}_[a-z][a-z0-9_]*$`));
+        expect(tool.title, tool.name).toBeTruthy();
+        expect(tool.description?.length ?? 0, tool.name).toBeGreaterThan(20);
+        expect(typeof tool.annotations?.readOnlyHint, tool.name).toBe('boolean');
+        expect(typeof tool.annotations?.openWorldHint, tool.name).toBe('boolean');
+        expect(tool.inputSchema.type, tool.name).toBe('object');
+      }
+    });
+
+    it('answers its upstream call through a real client, in the default text view, and audits it', async () => {
+      const result = await connection.client.callTool(up.call);
+      expect(result.isError, textOf(result)).toBeFalsy();
+      expect(result.structuredContent).toBeUndefined();
+      expect(textOf(result)).toContain(up.expect);
+      expect(harness.records.at(-1)).toMatchObject({
+        event: { action: 'tools/call', outcome: 'success' },
+        tool: { name: up.call.name },
+      });
+    });
+
+    it('refuses an unknown tool and an unknown argument, naming them', async () => {
+      // An unknown tool is a protocol error (the MCP specification's "Unknown tool").
+      await expect(
+        connection.client.callTool({ name: `${docs.id}_no_such_tool`, arguments: {} }),
+      ).rejects.toThrow(`${docs.id}_no_such_tool`);
+      const extra = await connection.client.callTool({
+        name: up.call.name,
+        arguments: { ...up.call.arguments, zz_not_an_argument: 1 },
+      });
+      expect(extra.isError).toBe(true);
+      expect(textOf(extra)).toContain('zz_not_an_argument');
+    });
+
+    it('keeps the generated parts of its README in step with the code (npm run docs)', async () => {
+      expect(await checkGeneratedDocs(docs.id)).toBe('');
+    });
+
+    it('declares its deployment with variables its configuration has (package.json gatehouse.deploy)', () => {
+      const deploy = manifest.gatehouse?.deploy as
+        { upstream?: { variable?: string }; settings?: Json } | undefined;
+      expect(deploy, `${manifest.name}: package.json has no gatehouse.deploy`).toBeDefined();
+      const variables = new Map(describeConfig(docs.schema).map((v) => [v.name, v]));
+      const credential = deploy!.upstream?.variable ?? '';
+      expect(variables.get(credential)?.secret, `${credential} is a secret of the schema`).toBe(
+        true,
+      );
+      for (const name of Object.keys(deploy!.settings ?? {}))
+        expect(variables.has(name), `${name} is a variable of the schema`).toBe(true);
+    });
+  });
+}
