@@ -165,7 +165,13 @@ export class ${Name} {
               throw toUpstream({ message: (error as Error).message, cause: error });
             });
           const data: unknown = await response.json().catch(() => undefined);
-          if (!response.ok) throw toUpstream({ status: response.status, data, headers: response.headers });
+          if (!response.ok)
+            throw toUpstream({
+              status: response.status,
+              data,
+              headers: Object.fromEntries(response.headers),
+              cause: data,
+            });
           return data as T;
         }),
       { idempotent: true, signal: bounds.signal, deadline: bounds.deadline },
@@ -267,9 +273,7 @@ export function listItemsTool({ api, scope }: { api: ${Name}; scope: TargetScope
       const page = await api.items(ctx, project, args.cursor);
       const lines = page.items.map((i) => \`- \${i.id} \${i.title} (updated \${i.updated})\\n  \${i.body}\`);
       const more = page.next === undefined ? '' : \`\\n\\nMore: cursor \${page.next}\`;
-      return {
-        text: \`\${page.items.length} item(s) of \${project}\${more}\\n\${ctx.untrusted(lines.join('\\n'), \`${id} items (\${project})\`)}\`,
-      };
+      return \`\${page.items.length} item(s) of \${project}\${more}\\n\${ctx.untrusted(lines.join('\\n'), \`${id} items (\${project})\`)}\`;
     },
   });
 }

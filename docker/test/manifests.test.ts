@@ -381,6 +381,27 @@ describe('docker/render.mjs', () => {
     expect([...declared.keys()]).toEqual(servers);
   });
 
+  it('renders the declaration npm run new-server writes (scripts/new-server.mjs)', async () => {
+    const { scaffold } = (await import(join(ROOT, 'scripts/new-server.mjs'))) as {
+      scaffold: (id: string, o: { title: string; port: number }) => Record<string, string>;
+    };
+    const root = mkdtempSync(join(tmpdir(), 'scaffold-'));
+    mkdirSync(join(root, 'servers', 'zeta'), { recursive: true });
+    const files = scaffold('zeta', { title: 'Zeta', port: 8099 });
+    writeFileSync(join(root, 'servers/zeta/package.json'), files['package.json']!);
+    const [zeta] = declarations(root);
+    expect(zeta).toMatchObject({ id: 'zeta', deploy: { port: 8099, upstream: { key: 'token' } } });
+    // The folder holds what the contract and the image test look for.
+    expect(Object.keys(files)).toEqual(
+      expect.arrayContaining([
+        'test/upstream.ts',
+        'test/contract.test.ts',
+        'src/main.ts',
+        'README.md',
+      ]),
+    );
+  });
+
   it('refuses a declaration that is missing or malformed, naming the file and the field', () => {
     const root = mkdtempSync(join(tmpdir(), 'render-'));
     const server = (id: string, gatehouse?: unknown) => {
