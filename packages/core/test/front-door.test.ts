@@ -431,7 +431,7 @@ describe('what counts as in flight is decided by the body, not the Mcp-Method he
   it('a call that claims to be a subscription is drained on SIGTERM like any call', async () => {
     const server = await start({ GATEHOUSE_DRAIN_MS: '5000' });
     const call = raw(server.url!, { headers, body: slowCall(1_000) });
-    await new Promise((r) => setTimeout(r, 250));
+    await server.waitForLog((l) => l.msg === 'demo_slow started');
     server.child.kill('SIGTERM');
     const response = await call;
     expect(response.status).toBe(200);
@@ -444,7 +444,7 @@ describe('what counts as in flight is decided by the body, not the Mcp-Method he
   it('and takes a slot under the in-flight cap (429 for the next)', async () => {
     const server = await start({ GATEHOUSE_MAX_INFLIGHT: '1' });
     const first = raw(server.url!, { headers, body: slowCall(800) });
-    await new Promise((r) => setTimeout(r, 200));
+    await server.waitForLog((l) => l.msg === 'demo_slow started');
     const second = await raw(server.url!, { headers, body: slowCall(10) });
     expect(second.status).toBe(429);
     expect(second.headers['retry-after']).toBe('1');

@@ -212,7 +212,7 @@ describe('HTTP lifecycle', () => {
     const { client, close } = await connectHttp(server.url!, { era: 'modern' });
     const call = client.callTool({ name: 'demo_slow', arguments: { ms: 1_000 } });
     await server.waitForLog((l) => l.msg === 'server started');
-    await new Promise((r) => setTimeout(r, 200));
+    await server.waitForLog((l) => l.msg === 'demo_slow started');
     server.child.kill('SIGTERM');
     await server.waitForLog((l) => l.msg === 'shutting down');
     const ready = await raw(server.url!, { path: '/readyz', method: 'GET' });
@@ -244,7 +244,7 @@ describe('HTTP lifecycle', () => {
       name: 'demo_slow',
       arguments: { ms: 1_400, ignoreAbort: true },
     });
-    await new Promise((r) => setTimeout(r, 200));
+    await server.waitForLog((l) => l.msg === 'demo_slow started');
     server.child.kill('SIGTERM');
     const result = await call;
     expect(result.isError).toBe(true);
@@ -260,7 +260,7 @@ describe('HTTP lifecycle', () => {
     started.push(server);
     const { client, close } = await connectHttp(server.url!);
     const slow = client.callTool({ name: 'demo_slow', arguments: { ms: 800 } });
-    await new Promise((r) => setTimeout(r, 200));
+    await server.waitForLog((l) => l.msg === 'demo_slow started');
     const refused = await raw(server.url!, { headers: MCP_HEADERS, body: INITIALIZE });
     expect(refused.status).toBe(429);
     expect(refused.headers['retry-after']).toBe('1');

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { initializeRequest } from '@gatehouse/testkit';
+import { eventually, initializeRequest } from '@gatehouse/testkit';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
 
@@ -28,14 +28,15 @@ export function rawServer(env: Record<string, string> = {}) {
     id: number | string | null,
     after = 0,
   ): Promise<Record<string, unknown>> => {
-    for (let i = 0; i < 400; i++) {
-      for (const line of stdoutLines.slice(after)) {
-        const parsed = JSON.parse(line) as { id?: number };
-        if (parsed.id === id) return parsed;
-      }
-      await new Promise((r) => setTimeout(r, 25));
-    }
-    throw new Error(`no response ${id}; stdout: ${stdoutRaw}; stderr: ${stderr}`);
+    const find = () =>
+      stdoutLines
+        .slice(after)
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .find((parsed) => parsed.id === id);
+    const found = await eventually(find, (parsed) => parsed !== undefined);
+    if (found === undefined)
+      throw new Error(`no response ${id}; stdout: ${stdoutRaw}; stderr: ${stderr}`);
+    return found;
   };
   /** initialize → answer → initialized, the 2025-era opening. */
   const handshake = async (): Promise<void> => {

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectStdio } from '@gatehouse/testkit';
+import { connectStdio, eventually } from '@gatehouse/testkit';
 import type { Era } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
 import { rawServer } from './raw-server.ts';
@@ -162,7 +162,7 @@ describe('stdio process behaviour', () => {
     const server = rawServer();
     await server.handshake();
     server.callTool(2, 'demo_slow', { ms: 600 });
-    await new Promise((r) => setTimeout(r, 150));
+    await eventually(() => server.stderr().includes('demo_slow started'));
     server.child.kill('SIGTERM');
     const response = (await server.waitForResponse(2)) as {
       result: { content: Array<{ text: string }> };

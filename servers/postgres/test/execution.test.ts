@@ -1,7 +1,7 @@
 import { loadConfig } from '@gatehouse/core';
 import { createLogger } from '@gatehouse/core/runtime';
 import pg from 'pg';
-import { startTcpProxy } from '@gatehouse/testkit';
+import { eventually, startTcpProxy } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresDatabase } from '../src/client.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
@@ -51,14 +51,8 @@ async function activeQueries(pattern: string): Promise<number> {
   return result.rows[0]!.n;
 }
 
-async function until(check: () => Promise<boolean>, ms = 5_000): Promise<boolean> {
-  const end = Date.now() + ms;
-  while (Date.now() < end) {
-    if (await check()) return true;
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  return check();
-}
+const until = (check: () => Promise<boolean>, ms = 5_000): Promise<boolean> =>
+  eventually(check, Boolean, ms, 50);
 
 beforeAll(async () => {
   company = await companyDatabase(inject('pgAdminUrl'), 'exec');

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import {
   connectHttp,
   connectStdio,
+  eventually,
   runOnOldNode,
   spawnServer,
   startTcpProxy,
@@ -111,20 +112,6 @@ function readyz(server: ServerProcess): Promise<{ status: number; body: string }
       response.on('end', () => resolve({ status: response.statusCode ?? 0, body }));
     }).on('error', reject);
   });
-}
-
-async function eventually<T>(
-  probe: () => Promise<T>,
-  ok: (value: T) => boolean,
-  ms = 10_000,
-): Promise<T> {
-  const end = Date.now() + ms;
-  let value = await probe();
-  while (!ok(value) && Date.now() < end) {
-    await new Promise((r) => setTimeout(r, 100));
-    value = await probe();
-  }
-  return value;
 }
 
 /** The server over HTTP, connecting to PostgreSQL through the proxy on `port`. */
