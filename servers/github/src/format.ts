@@ -1,26 +1,46 @@
 import { createHash } from 'node:crypto';
-import { ToolError } from '@gatehouse/core';
+import { ToolError, UpstreamError } from '@gatehouse/core';
 import * as z from 'zod';
 
-/** The parts of a GitHub issue the server reads (Octokit's issue objects are assignable). */
-export interface GitHubIssue {
-  number: number;
-  title: string;
-  body?: string | null;
-  state: string;
-  state_reason?: string | null;
-  labels: Array<string | { name?: string }>;
-  assignees?: Array<{ login: string }> | null;
-  user: { login: string } | null;
-  comments: number;
-  milestone?: { title: string } | null;
-  created_at: string;
-  updated_at: string;
-  closed_at: string | null;
-  html_url: string;
-  repository_url: string;
-  pull_request?: unknown;
+/** The parts of a GitHub issue the server reads, checked where an answer comes in. */
+const GitHubIssueSchema = z.object({
+  number: z.number().int(),
+  title: z.string(),
+  body: z.string().nullish(),
+  state: z.string(),
+  state_reason: z.string().nullish(),
+  labels: z.array(z.union([z.string(), z.object({ name: z.string().optional() })])),
+  assignees: z.array(z.object({ login: z.string() })).nullish(),
+  user: z.object({ login: z.string() }).nullable(),
+  comments: z.number().int(),
+  milestone: z.object({ title: z.string() }).nullish(),
+  created_at: z.string(),
+  updated_at: z.string(),
+  closed_at: z.string().nullable(),
+  html_url: z.string(),
+  repository_url: z.string(),
+  pull_request: z.unknown().optional(),
+});
+export type GitHubIssue = z.output<typeof GitHubIssueSchema>;
+
+/**
+ * Issues from a GitHub answer, checked once (never cast): an answer of another shape is GitHub's
+ * failure, said as one — not a crash deep in a formatter.
+ */
+export function issuesOf(data: unknown): GitHubIssue[] {
+  const parsed = z.array(GitHubIssueSchema).safeParse(data);
+  if (parsed.success) return parsed.data;
+  const where = parsed.error.issues[0]?.path.join('.') ?? '';
+  throw new UpstreamError({
+    service: 'GitHub',
+    status: 502,
+    message: `an issue in its answer is not what GitHub documents (${where || 'the answer'})`,
+    shown: true,
+  });
 }
+
+/** One issue from a GitHub answer, checked ({@link issuesOf}). */
+export const issueOf = (data: unknown): GitHubIssue => issuesOf([data])[0]!;
 
 /** Fields the model can ask for; lists default to a compact set without bodies. */
 export const ISSUE_FIELDS = [

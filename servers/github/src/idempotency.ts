@@ -2,6 +2,7 @@ import { postOnce as kitPostOnce } from '@gatehouse/core/saas';
 import type { PostOutcome } from '@gatehouse/core/saas';
 import type { CallBounds, GitHub } from './client.js';
 import { call, githubError, requestOptions } from './client.js';
+import { issuesOf } from './format.js';
 import type { GitHubIssue } from './format.js';
 import type { RepoRef } from './scope.js';
 
@@ -47,7 +48,7 @@ export async function findIssue(
     }),
   );
   const tag = marker(key);
-  return (data as GitHubIssue[]).find((i) => (i.body ?? '').includes(tag));
+  return issuesOf(data).find((i) => (i.body ?? '').includes(tag));
 }
 
 /** A comment with this key on the issue, created in the window, if any. */

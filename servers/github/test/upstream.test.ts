@@ -1,11 +1,13 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { loadConfig } from '@gatehouse/core';
+import { UpstreamError } from '@gatehouse/core';
 import type { ConfigError } from '@gatehouse/core';
 import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { GitHubConfigSchema } from '../src/config.ts';
+import { issuesOf } from '../src/format.ts';
 import type { GitHubConfig } from '../src/config.ts';
 import { createGitHubServer } from '../src/server.ts';
 import {
@@ -435,5 +437,22 @@ describe('other deployments', () => {
       expectValidResponses(appFake);
       await appFake.close();
     }
+  });
+});
+
+describe("an answer GitHub's documentation does not describe", () => {
+  it('is parsed once where it comes in, and refused as GitHub’s failure, naming where', () => {
+    const odd = [{ number: 'seven', title: 'x' }];
+    let caught: unknown;
+    try {
+      issuesOf(odd);
+    } catch (error) {
+      caught = error;
+    }
+    expect(caught).toBeInstanceOf(UpstreamError);
+    const message = (caught as UpstreamError).toolMessage();
+    expect(message).toMatch(
+      /^GitHub failed \(502\): an issue in its answer is not what GitHub documents \(0\.number\); this is not caused by your request/,
+    );
   });
 });

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { checkedRepo, promptRepoTarget } from '../deps.js';
-import type { GitHubIssue } from '../format.js';
+import { issuesOf } from '../format.js';
 import { issueLine } from '../format.js';
 import { viewIssues } from '../tools/common.js';
 import { repoCompleter } from './common.js';
@@ -42,9 +42,7 @@ export function summariseBacklogPrompt(deps: GitHubDeps) {
           ...requestOptions(ctx),
         }),
       );
-      const issues = (response.data as unknown as GitHubIssue[]).filter(
-        (i) => i.pull_request === undefined,
-      );
+      const issues = issuesOf(response.data).filter((i) => i.pull_request === undefined);
       const views = await viewIssues(deps, ctx, issues, [
         'number',
         'title',

@@ -3,6 +3,7 @@ import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { checkedRepo, promptRepoTarget, requireInScope, safeMarkdown } from '../deps.js';
+import { issueOf, issuesOf } from '../format.js';
 import type { GitHubIssue } from '../format.js';
 import { DETAIL_FIELDS, issueLine, projectIssue, repoOf } from '../format.js';
 import { buildSearchQuery } from '../search-query.js';
@@ -55,7 +56,7 @@ export function triageIssuePrompt(deps: GitHubDeps) {
           ...requestOptions(ctx),
         }),
       );
-      const issue = data as unknown as GitHubIssue;
+      const issue = issueOf(data);
       requireInScope(deps, issue, `${name}#${number}`);
       const [view] = await viewIssues(deps, ctx, [issue], DETAIL_FIELDS);
       const labels = await call(ctx, () =>
@@ -85,7 +86,7 @@ export function triageIssuePrompt(deps: GitHubDeps) {
               ...requestOptions(ctx),
             }),
           );
-          for (const i of found.data.items as unknown as GitHubIssue[]) {
+          for (const i of issuesOf(found.data.items)) {
             // Only this repository's issues are candidates, whatever the search returned.
             if (i.number === issue.number || repoOf(i).toLowerCase() !== name.toLowerCase()) {
               continue;

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget } from '../deps.js';
-import type { GitHubIssue } from '../format.js';
+import { issueOf } from '../format.js';
 import { IssueViewSchema, projectIssue } from '../format.js';
 import { dedupeKey, findIssue, postOnce, withMarker } from '../idempotency.js';
 import { findTemplate, formSkeleton, missingFormFields, readTemplates } from '../templates.js';
@@ -118,16 +118,18 @@ export function createIssueTool(deps: GitHubDeps) {
         ctx,
         () => findIssue(deps.github, ctx, repo, key, window),
         async () =>
-          (
-            await deps.github.rest.issues.create({
-              owner: repo.owner,
-              repo: repo.repo,
-              ...request,
-              body: withMarker(body, key),
-              // Never retried blindly: a retry after a lost answer could open a second issue.
-              ...requestOptions(ctx, { retries: 0 }),
-            })
-          ).data as unknown as GitHubIssue,
+          issueOf(
+            (
+              await deps.github.rest.issues.create({
+                owner: repo.owner,
+                repo: repo.repo,
+                ...request,
+                body: withMarker(body, key),
+                // Never retried blindly: a retry after a lost answer could open a second issue.
+                ...requestOptions(ctx, { retries: 0 }),
+              })
+            ).data,
+          ),
       );
       const view = projectIssue(value, CREATED_FIELDS);
       return {

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget, requireInScope, safeMarkdown } from '../deps.js';
-import type { GitHubIssue } from '../format.js';
+import { issueOf } from '../format.js';
 import { parseRepo } from '../scope.js';
 import {
   DETAIL_FIELDS,
@@ -85,7 +85,7 @@ export function getIssueTool(deps: GitHubDeps) {
         wantComments ? listComments(repo.owner, repo.repo, args.number) : undefined,
       ]);
       if (issueResult.status === 'rejected') throw issueResult.reason;
-      const issue = issueResult.value.data as unknown as GitHubIssue;
+      const issue = issueOf(issueResult.value.data);
       // A transferred issue answers from where it lives now: that must be allowed too.
       requireInScope(deps, issue, `${name}#${args.number}`);
       const now = parseRepo(repoOf(issue)) ?? repo;

@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget } from '../deps.js';
-import type { GitHubIssue } from '../format.js';
+import { issuesOf } from '../format.js';
 import {
   IssueViewSchema,
   LIST_FIELDS,
@@ -87,7 +87,7 @@ export function listIssuesTool(deps: GitHubDeps) {
           ...requestOptions(ctx),
         }),
       );
-      const all = response.data as unknown as GitHubIssue[];
+      const all = issuesOf(response.data);
       const issues = all.filter((i) => i.pull_request === undefined);
       const views = await viewIssues(deps, ctx, issues, args.fields ?? LIST_FIELDS);
       const next = hasNext(response.headers.link) ? encodeCursor(page + 1, query) : undefined;

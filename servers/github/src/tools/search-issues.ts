@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget } from '../deps.js';
-import type { GitHubIssue } from '../format.js';
+import { issuesOf } from '../format.js';
 import {
   IssueViewSchema,
   LIST_FIELDS,
@@ -93,7 +93,7 @@ export function searchIssuesTool(deps: GitHubDeps) {
       );
       // Defence in depth: whatever GitHub returns, only allowed repositories reach the model
       // (viewIssues drops the others).
-      const items = response.data.items as unknown as GitHubIssue[];
+      const items = issuesOf(response.data.items);
       const fields = args.fields ?? ['repo', ...LIST_FIELDS];
       const views = await viewIssues(deps, ctx, items, fields);
       const next =

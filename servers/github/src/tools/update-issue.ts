@@ -3,7 +3,7 @@ import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
 import { allowedRepo, repoTarget } from '../deps.js';
-import type { GitHubIssue } from '../format.js';
+import { issueOf } from '../format.js';
 import { IssueViewSchema, projectIssue } from '../format.js';
 import { LoginArg, RepoArg } from './common.js';
 
@@ -74,7 +74,7 @@ export function updateIssueTool(deps: GitHubDeps) {
             ...requestOptions(ctx),
           }),
         );
-        const current = (data as unknown as GitHubIssue).labels.map((l) =>
+        const current = issueOf(data).labels.map((l) =>
           typeof l === 'string' ? l : (l.name ?? ''),
         );
         patch.labels = [...new Set([...current, ...(add_labels ?? [])])].filter(
