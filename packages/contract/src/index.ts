@@ -10,7 +10,8 @@
  * It checks the surface a model is told against the reviewed snapshot, that the surface does not
  * change with the configuration, the tools' names, annotations and strict input schemas, the
  * README's generated tables, the deployment declaration in package.json against the
- * configuration schema, and one real call
+ * configuration schema, the built binary over stdio and Streamable HTTP (no secret in its log,
+ * exit 0 on SIGTERM), and one real call
  * through the server's upstream (`test/upstream.ts`) with a real client in the default text view.
  */
 import { readFileSync } from 'node:fs';
@@ -20,7 +21,14 @@ import { describeConfig, surfaceSnapshot, surfaceSnapshotOf } from '@gatehouse/c
 import type { ServerDocs } from '@gatehouse/core/docs';
 import { checkAtStart } from '@gatehouse/core/runtime';
 import { captureLogger, createTestHarness } from '@gatehouse/core/testing';
-import { checkGeneratedDocs, connectInMemory, resultText as textOf } from '@gatehouse/testkit';
+import {
+  checkGeneratedDocs,
+  connectHttp,
+  connectInMemory,
+  connectStdio,
+  resultText as textOf,
+  spawnServer,
+} from '@gatehouse/testkit';
 import type { Connection, ServerUpstream } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -139,6 +147,65 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
       );
       for (const name of Object.keys(deploy!.settings ?? {}))
         expect(variables.has(name), `${name} is a variable of the schema`).toBe(true);
+    });
+  });
+
+  describe(`the built ${docs.id} binary (dist/index.js)`, () => {
+    let up: ServerUpstream;
+    const bin = join(process.cwd(), 'dist/index.js');
+    // The child gets the example configuration, the upstream's, and this PATH — nothing else.
+    // eslint-disable-next-line no-restricted-syntax -- a test passing PATH to a child process
+    const path = process.env.PATH ?? '';
+    const env = () => ({ ...docs.exampleEnv, ...up.env, PATH: path });
+    /** The values of the configuration's secrets in this environment: never in a log line. */
+    const secrets = () => {
+      const names = new Set(
+        describeConfig(docs.schema)
+          .filter((v) => v.secret)
+          .map((v) => v.name),
+      );
+      return Object.entries(env())
+        .filter(([name, value]) => names.has(name) && value.length >= 8)
+        .map(([, value]) => value);
+    };
+    beforeAll(async () => {
+      up = await upstream();
+    });
+    afterAll(async () => {
+      await up?.close();
+    });
+
+    it('serves its upstream call over stdio, and never logs a secret', async () => {
+      const connection = await connectStdio(process.execPath, [bin], { env: env() });
+      try {
+        const result = await connection.client.callTool(up.call);
+        expect(result.isError, textOf(result)).toBeFalsy();
+        expect(textOf(result)).toContain(up.expect);
+      } finally {
+        await connection.close();
+      }
+      const stderr = connection.stderr.join('\n');
+      expect(stderr).toContain('"msg":"server started"');
+      for (const secret of secrets()) expect(stderr).not.toContain(secret);
+    });
+
+    it('serves it over Streamable HTTP and drains on SIGTERM: exit 0', async () => {
+      const server = await spawnServer(process.execPath, [bin], {
+        env: { ...env(), GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0' },
+      });
+      try {
+        const { client, close } = await connectHttp(server.url!);
+        try {
+          const result = await client.callTool(up.call);
+          expect(textOf(result)).toContain(up.expect);
+        } finally {
+          await close();
+        }
+        expect(await server.stop('SIGTERM')).toBe(0);
+        for (const secret of secrets()) expect(JSON.stringify(server.logs)).not.toContain(secret);
+      } finally {
+        await server.stop('SIGKILL');
+      }
     });
   });
 }
