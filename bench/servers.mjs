@@ -148,13 +148,14 @@ export function reportComparison(
 }
 
 /**
- * The node flags every server bin starts with (its first line: the heap sizing of ADR 0014), so
- * the benchmarks' own server scripts — and the bare SDK servers they are compared with — run
- * the way a deployed server does.
+ * The node flags every server bin starts with (its first line: the heap sizing of ADR 0014, and
+ * the server's own gatehouse.nodeFlags), so the benchmarks' own server scripts — and the bare SDK
+ * servers they are compared with — run the way a deployed server does. The bin is written by the
+ * build (scripts/bundle.mjs), which the benchmarks run first.
  */
 export function binFlags(server) {
   const first = readFileSync(
-    new URL(`../servers/${server}/src/index.ts`, import.meta.url),
+    new URL(`../servers/${server}/dist/index.js`, import.meta.url),
     'utf8',
   ).split('\n', 1)[0];
   return (/^#!\S*env\s+-S\s+node\s*(.*)$/.exec(first)?.[1] ?? '').split(/\s+/).filter(Boolean);
