@@ -242,6 +242,26 @@ describe('jira_create_issue', () => {
     });
   });
 
+  it('still finds an earlier create through search when the record of creates cannot be read', async () => {
+    const first = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Journal unreadable',
+    });
+    fake.settle(); // search shows it; the journal read below fails
+    fake.fail({ match: 'GET /rest/api/3/user/properties', status: 503, times: 3 });
+    const again = await call('jira_create_issue', {
+      project: 'OPS',
+      type: 'Task',
+      summary: 'Journal unreadable',
+    });
+    expect(again.structuredContent).toMatchObject({
+      key: (first.structuredContent as { key: string }).key,
+      deduplicated: true,
+    });
+    expect(h.logs()).toMatch(/could not read the record of creates/);
+  });
+
   it('keys a create on everything it sends: a change of priority or labels is a new issue', async () => {
     const base = { project: 'OPS', type: 'Task', summary: 'Renew the TLS certificate' };
     const a = await call('jira_create_issue', { ...base, priority: 'High' });

@@ -141,7 +141,8 @@ async function createOnce(
     return await postOnce(
       ctx.signal,
       async () => {
-        const entry = await journal.entry(ctx, key);
+        // An unreadable journal leaves search to decide (said in the log), never skips it.
+        const entry = await journal.entry(ctx, key).catch(warn('read the record of creates'));
         const unsettled = entry?.state === 'sending' && Date.now() < entry.at + lagMs;
         // A failed search while a create is unsettled holds back too (never posts past it).
         const found = await search(entry?.id === undefined ? [] : [entry.id]).catch(
