@@ -42,6 +42,6 @@ export { startTcpProxy } from './tcp-proxy.js';
 export type { TcpProxy } from './tcp-proxy.js';
 export type { TestRedis } from './redis.js';
 export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
-export { eventually, resultText } from './upstream.js';
+export { eventually, resultText } from './results.js';
 export type { ServerUpstream, UpstreamModule } from './upstream.js';
 export type { ConformanceRun } from './repo-tools.js';

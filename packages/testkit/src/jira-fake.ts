@@ -844,7 +844,9 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
           system: 'labels',
         }),
         field('assignee', 'Assignee', extra.has('assignee'), { type: 'user', system: 'assignee' }),
-        // A select list's options come as `value`, not `name` (Jira's custom field options).
+        // A select list's options come as `value`, not `name`: allowedValues of an option field in
+        // REST v3 "Get create field metadata for a project and issue type id"
+        // (developer.atlassian.com/cloud/jira/platform/rest/v3/api-group-issues/).
         ...(p.customFields ?? []).map((c) =>
           c.options === undefined
             ? field(c.id, c.name, c.required === true, { type: 'string', custom: 'textfield' })

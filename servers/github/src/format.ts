@@ -22,13 +22,14 @@ const GitHubIssueSchema = z.object({
   pull_request: z.unknown().optional(),
 });
 export type GitHubIssue = z.output<typeof GitHubIssueSchema>;
+const GitHubIssuesSchema = z.array(GitHubIssueSchema);
 
 /**
  * Issues from a GitHub answer, checked once (never cast): an answer of another shape is GitHub's
  * failure, said as one — not a crash deep in a formatter.
  */
 export function issuesOf(data: unknown): GitHubIssue[] {
-  const parsed = z.array(GitHubIssueSchema).safeParse(data);
+  const parsed = GitHubIssuesSchema.safeParse(data);
   if (parsed.success) return parsed.data;
   const where = parsed.error.issues[0]?.path.join('.') ?? '';
   throw new UpstreamError({

@@ -2,7 +2,7 @@ import type { CallBounds, Jira } from './client.js';
 
 /** The prefix of the user properties that record creates. */
 const PREFIX = 'gatehouse.create.';
-/** Stale records one create deletes at most (the rest go with later creates). */
+/** Stale records one lookup deletes at most (the rest go with later creates). */
 const PRUNE = 10;
 
 /** What the journal holds of one create. */
@@ -48,24 +48,34 @@ export class CreateJournal {
     });
   }
 
-  /** The record of the create with content `key` within the kept time, if any. */
+  /**
+   * The record of the create with content `key` within the kept time, if any. The same listing
+   * names the records older than that: they are deleted meanwhile (at most ten a lookup).
+   */
   async entry(
     bounds: CallBounds,
     key: string,
   ): Promise<(JournalEntry & { property: string }) | undefined> {
     const since = Date.now() - this.keepMs;
-    const property = (await this.#records(bounds))
+    const records = await this.#records(bounds);
+    const stale = records.filter((k) => sentAt(k) < since).slice(0, PRUNE);
+    const pruned = Promise.allSettled(stale.map((k) => this.forget(bounds, k)));
+    const property = records
       .filter((k) => k.endsWith(`.${key}`) && sentAt(k) >= since)
       .sort()
       .at(-1);
-    if (property === undefined) return undefined;
-    const accountId = await this.#account(bounds);
-    const { value } = await this.jira.call(bounds, 'read', (api) =>
-      api.userProperties.getUserProperty({ accountId, propertyKey: property }),
-    );
-    const entry = value as Partial<JournalEntry> | undefined;
-    if (entry?.state !== 'sending' && entry?.state !== 'made') return undefined;
-    return { ...(entry as JournalEntry), property };
+    const read = async () => {
+      if (property === undefined) return undefined;
+      const accountId = await this.#account(bounds);
+      const { value } = await this.jira.call(bounds, 'read', (api) =>
+        api.userProperties.getUserProperty({ accountId, propertyKey: property }),
+      );
+      const entry = value as Partial<JournalEntry> | undefined;
+      if (entry?.state !== 'sending' && entry?.state !== 'made') return undefined;
+      return { ...(entry as JournalEntry), property };
+    };
+    const [found] = await Promise.all([read(), pruned]);
+    return found;
   }
 
   /** Records that the create with content `key` is going out now; returns its record's name. */
@@ -76,12 +86,9 @@ export class CreateJournal {
     return property;
   }
 
-  /** Records the issue a create made, and deletes records older than the kept time. */
-  async made(bounds: CallBounds, property: string, entry: JournalEntry): Promise<void> {
-    await this.#put(bounds, property, entry);
-    const since = Date.now() - this.keepMs;
-    const stale = (await this.#records(bounds)).filter((k) => sentAt(k) < since).slice(0, PRUNE);
-    await Promise.allSettled(stale.map((k) => this.forget(bounds, k)));
+  /** Records the issue a create made. */
+  made(bounds: CallBounds, property: string, entry: JournalEntry): Promise<void> {
+    return this.#put(bounds, property, entry);
   }
 
   /** Deletes a record (a create Jira refused made nothing to remember). */

@@ -1,4 +1,4 @@
-import { HOSTILE_TEXT, hostileProblems } from '@gatehouse/testkit';
+import { HOSTILE_TEXT, hostileProblems, resultText } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectJira, startFake } from './helpers.ts';
@@ -36,9 +36,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const toolText = (r: { content?: unknown }) =>
-  ((r.content ?? []) as Array<{ text?: string }>).map((c) => c.text ?? '').join('\n');
-
 describe('the default text view of every read road', () => {
   it.each([
     ['jira_search_issues', { project: 'OPS' }],
@@ -46,7 +43,7 @@ describe('the default text view of every read road', () => {
   ])('tool %s', async (name, args) => {
     const result = await h.client.callTool({ name, arguments: args });
     expect(result.structuredContent).toBeUndefined();
-    expect(hostileProblems(toolText(result))).toEqual([]);
+    expect(hostileProblems(resultText(result))).toEqual([]);
   });
 
   it.each([

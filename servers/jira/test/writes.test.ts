@@ -22,6 +22,9 @@ afterAll(async () => {
 });
 const call = (name: string, args: Record<string, unknown>) =>
   h.client.callTool({ name, arguments: args });
+/** A Task in OPS with only a summary: the create the once-only tests repeat. */
+const task = (summary: string) =>
+  call('jira_create_issue', { project: 'OPS', type: 'Task', summary });
 
 describe('jira_create_issue', () => {
   it('creates with Markdown as valid ADF, and reads it back as Markdown (round trip)', async () => {
@@ -102,18 +105,10 @@ describe('jira_create_issue', () => {
     // an index): the lookup finds the issue by project, reporter and creation time instead.
     const before = fake.world.issues.length;
     fake.fail({ match: 'POST /rest/api/3/issue', status: 504, afterEffect: true });
-    const first = await call('jira_create_issue', {
-      project: 'OPS',
-      type: 'Task',
-      summary: 'Rotate keys',
-    });
+    const first = await task('Rotate keys');
     expect(first.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
     expect(text(first)).toMatch(/^Created once \(Jira's answer was lost; found it\): OPS-\d+/);
-    const again = await call('jira_create_issue', {
-      project: 'OPS',
-      type: 'Task',
-      summary: 'Rotate keys',
-    });
+    const again = await task('Rotate keys');
     expect(again.structuredContent).toMatchObject({
       key: (first.structuredContent as { key: string }).key,
       deduplicated: true,
@@ -243,18 +238,10 @@ describe('jira_create_issue', () => {
   });
 
   it('still finds an earlier create through search when the record of creates cannot be read', async () => {
-    const first = await call('jira_create_issue', {
-      project: 'OPS',
-      type: 'Task',
-      summary: 'Journal unreadable',
-    });
+    const first = await task('Journal unreadable');
     fake.settle(); // search shows it; the journal read below fails
     fake.fail({ match: 'GET /rest/api/3/user/properties', status: 503, times: 3 });
-    const again = await call('jira_create_issue', {
-      project: 'OPS',
-      type: 'Task',
-      summary: 'Journal unreadable',
-    });
+    const again = await task('Journal unreadable');
     expect(again.structuredContent).toMatchObject({
       key: (first.structuredContent as { key: string }).key,
       deduplicated: true,
@@ -275,11 +262,7 @@ describe('jira_create_issue', () => {
   it('creates anyway when the check for an earlier create fails, and says so', async () => {
     const before = fake.world.issues.length;
     fake.fail({ match: 'POST /rest/api/3/search/jql', status: 400 });
-    const created = await call('jira_create_issue', {
-      project: 'OPS',
-      type: 'Task',
-      summary: 'Check the backups',
-    });
+    const created = await task('Check the backups');
     expect(created.isError).toBeFalsy();
     expect(fake.world.issues.length).toBe(before + 1);
     expect(created.structuredContent).toMatchObject({

@@ -1,4 +1,4 @@
-import { HOSTILE_TEXT, hostileProblems } from '@gatehouse/testkit';
+import { HOSTILE_TEXT, hostileProblems, resultText } from '@gatehouse/testkit';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSlack, startFake } from './helpers.ts';
@@ -34,9 +34,6 @@ afterAll(async () => {
   await fake?.close();
 });
 
-const toolText = (r: { content?: unknown }) =>
-  ((r.content ?? []) as Array<{ text?: string }>).map((c) => c.text ?? '').join('\n');
-
 describe('the default text view of every read road', () => {
   it.each([
     ['slack_list_channels', {}],
@@ -45,7 +42,7 @@ describe('the default text view of every read road', () => {
   ])('tool %s', async (name, args) => {
     const result = await h.client.callTool({ name, arguments: args });
     expect(result.structuredContent).toBeUndefined();
-    expect(hostileProblems(toolText(result))).toEqual([]);
+    expect(hostileProblems(resultText(result))).toEqual([]);
   });
 
   it.each(['slack://channels', 'slack://channel/C0INCIDENT'])('resource %s', async (uri) => {

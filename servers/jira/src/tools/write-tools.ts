@@ -119,7 +119,7 @@ const RECOVERY_WAITS_MS = [0, 1_000, 2_000, 4_000];
  */
 async function createOnce(
   deps: JiraDeps,
-  ctx: CallBounds & { signal: AbortSignal },
+  ctx: CallBounds,
   project: string,
   key: string,
   create: () => Promise<{ id?: string; key?: string }>,
