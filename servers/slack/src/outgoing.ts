@@ -29,6 +29,8 @@ const TLDS = new Set<string>([
 
 /** The full stops browsers read as a dot in a host (ideographic, fullwidth, halfwidth). */
 const DOTS = /[\u3002\uff0e\uff61]/g;
+/** Invisible format characters (soft hyphen, zero-width space and joiners, bidi marks): IDNA drops them. */
+const INVISIBLE = /\p{Cf}/gu;
 /** A token: what lies between spaces and the characters Slack's markup uses around links. */
 const TOKEN = /[^\s<>|"'`]+/g;
 /** Wrapping punctuation around a token in prose: `(see evil.example/x).` */
@@ -36,6 +38,23 @@ const WRAP = /^[([{*_~]+|[)\]}.,;:!?*_~]+$/g;
 /** A scheme-like prefix (`https:`, `mailto:`, `http:` with no slashes) and slashes after it. */
 const PREFIX = /^(?:([a-z][a-z0-9+.-]*):)?(\/{1,3}|\\{2})?/i;
 const WEB_SCHEMES = /^(?:https?|ftps?|wss?|file|mailto)$/i;
+/** A run of dot-separated labels anywhere in a token (`x=evil.example`, `a,evil.example/y`). */
+const LABELS =
+  /[\p{L}\p{N}_](?:[\p{L}\p{M}\p{N}_-]*[\p{L}\p{M}\p{N}_])?(?:\.[\p{L}\p{N}_](?:[\p{L}\p{M}\p{N}_-]*[\p{L}\p{M}\p{N}_])?)+/gu;
+
+/**
+ * A token as a URL parser reads it: invisible characters gone, other full stops as dots, and
+ * percent-escapes of host characters decoded (`evil%2eexample`, `%65vil.example`).
+ */
+function normalise(token: string): string {
+  return token
+    .replace(INVISIBLE, '')
+    .replace(DOTS, '.')
+    .replace(/%([0-9a-f]{2})/gi, (escape, hex: string) => {
+      const c = String.fromCharCode(parseInt(hex, 16));
+      return /[a-z0-9.-]/i.test(c) ? c : escape;
+    });
+}
 
 /**
  * The host a token would link to in a Slack client, or undefined when it holds none. Decided on
@@ -45,7 +64,7 @@ const WEB_SCHEMES = /^(?:https?|ftps?|wss?|file|mailto)$/i;
  * IDN and punycode labels, other full stops, an IP literal.
  */
 export function linkHost(token: string): string | undefined {
-  const bare = token.replace(WRAP, '').replace(DOTS, '.');
+  const bare = normalise(token).replace(WRAP, '');
   const [prefix = '', scheme, slashes] = PREFIX.exec(bare) ?? [];
   if (scheme !== undefined && slashes === undefined && !WEB_SCHEMES.test(scheme)) {
     // `evil.example:8080/x` (a host and a port, not a scheme), `note:`, `Re:subject` (a word and a
@@ -54,6 +73,23 @@ export function linkHost(token: string): string | undefined {
   }
   const explicit = slashes !== undefined || (scheme !== undefined && WEB_SCHEMES.test(scheme));
   return hostOf(bare.slice(prefix.length), explicit);
+}
+
+/**
+ * Every host a token may link to. A token that opens with a link goes to that link's host (its
+ * path may name files like `README.md`); any other token is searched for host-shaped runs
+ * anywhere in it, since a client's link finder may start one after any punctuation
+ * (`x=evil.example`, `a,evil.example/y`, `evil.example;z`).
+ */
+export function linkHosts(token: string): string[] {
+  const leading = linkHost(token);
+  if (leading !== undefined) return [leading];
+  const hosts = new Set<string>();
+  for (const [run] of normalise(token).matchAll(LABELS)) {
+    const host = hostOf(run, false);
+    if (host !== undefined) hosts.add(host);
+  }
+  return [...hosts];
 }
 
 /** The host of `rest` (an authority and whatever follows): host-shaped, or given a scheme. */
@@ -68,7 +104,7 @@ function hostOf(rest: string, explicit: boolean): string | undefined {
   const labels = host.split('.');
   const shaped =
     labels.length >= 2 &&
-    labels.every((l) => /^[\p{L}\p{N}](?:[\p{L}\p{N}-]*[\p{L}\p{N}])?$/u.test(l));
+    labels.every((l) => /^[\p{L}\p{N}_](?:[\p{L}\p{M}\p{N}_-]*[\p{L}\p{M}\p{N}_])?$/u.test(l));
   if (!shaped) return explicit && /^[\p{L}\p{N}.-]+$/u.test(host) ? ascii(host) : undefined;
   const last = labels.at(-1)!;
   const top = ascii(last);
@@ -88,12 +124,15 @@ function hostAllowed(host: string, hosts: readonly string[]): boolean {
   });
 }
 
-/** A link made readable, not clickable: `hxxps://evil[.]example/x`, `leak@evil[.]example`. */
+/**
+ * A link made readable, not clickable: `hxxps://evil[.]example/x`, `leak@evil[.]example`,
+ * `wss[:]//intranet`. The token is normalised first, so no escaped or invisible dot survives.
+ */
 function defang(token: string): string {
-  return token
-    .replace(DOTS, '.')
-    .replace(/^(\W*)(h)tt(ps?)(?=:)/i, '$1$2xx$3')
-    .replace(/\./g, '[.]');
+  const plain = normalise(token);
+  const web = plain.replace(/^(\W*)(h)tt(ps?)(?=:)/i, '$1$2xx$3');
+  const unlinked = web !== plain ? web : plain.replace(/^(\W*[a-z][a-z0-9+-]*):(?=\/)/i, '$1[:]');
+  return unlinked.replace(/\./g, '[.]');
 }
 
 /** The hosts of the links in a text, and the text with outside links defanged. */
@@ -103,9 +142,9 @@ export function checkLinks(
 ): { text: string; outside: string[] } {
   const outside: string[] = [];
   const out = text.replace(TOKEN, (token) => {
-    const host = linkHost(token);
-    if (host === undefined || hostAllowed(host, config.SLACK_LINK_HOSTS)) return token;
-    outside.push(host);
+    const hosts = linkHosts(token).filter((host) => !hostAllowed(host, config.SLACK_LINK_HOSTS));
+    if (hosts.length === 0) return token;
+    outside.push(...hosts);
     return defang(token);
   });
   return { text: out, outside: [...new Set(outside)] };

@@ -2,7 +2,7 @@
 // clients turn text into a link, so a spelling a client might read as one is treated as one.
 import { describe, expect, it } from 'vitest';
 import { messageLine, readable } from '../src/messages.ts';
-import { checkLinks, linkHost } from '../src/outgoing.ts';
+import { checkLinks, linkHost, linkHosts } from '../src/outgoing.ts';
 
 const config = {
   SLACK_LINK_HOSTS: ['.acme.example', 'status.vendor.com'],
@@ -51,6 +51,43 @@ describe('links in any spelling', () => {
     '...',
   ])('%s is no link', (token) => expect(linkHost(token)).toBeUndefined());
 
+  it.each([
+    ['evil.example,x', 'evil.example'],
+    ['a,evil.example/x', 'evil.example'],
+    ['x=evil.example', 'evil.example'],
+    ['evil.example;x', 'evil.example'],
+    ['evil.example]x', 'evil.example'],
+    ['evil.example+x', 'evil.example'],
+    ['evil.com-', 'evil.com'],
+    ['evil.example%2Fx', 'evil.example'],
+    ['https://evil%2eexample/x', 'evil.example'],
+    ['%65vil.example', 'evil.example'],
+    ['evil.example\u200b/x', 'evil.example'],
+    ['ev\u00adil.example', 'evil.example'],
+    ['evil.co\u200bm', 'evil.com'],
+    ['x_y.evil.example', 'x_y.evil.example'],
+    ['id=10.0.0.7/admin', '10.0.0.7'],
+  ])('%s, a host after or inside punctuation, links to %s', (token, host) => {
+    expect(linkHosts(token)).toEqual([host]);
+    expect(checkLinks(`see ${token} now`, config).outside).toEqual([host]);
+  });
+
+  it('finds a host after any punctuation a link finder may start at (generated)', () => {
+    const marks = [...',;=+!]$&*()~^%@:/\\[{}#?'];
+    const missed: string[] = [];
+    for (const before of marks)
+      for (const after of marks) {
+        const token = `a${before}evil.example${after}b`;
+        if (!checkLinks(token, config).outside.includes('evil.example')) missed.push(token);
+      }
+    expect(missed).toEqual([]);
+  });
+
+  it("reads a link's path as a path: a file named like a host there is not a second link", () => {
+    expect(checkLinks('https://wiki.acme.example/docs/README.md', config).outside).toEqual([]);
+    expect(checkLinks('wiki.acme.example/setup.sh', config).outside).toEqual([]);
+  });
+
   it('allows only the configured hosts, compared in ASCII: a look-alike is another host', () => {
     expect(
       checkLinks(
@@ -73,7 +110,13 @@ describe('links in any spelling', () => {
     expect(text).toBe(
       'a hxxps://evil[.]example/x b evil[.]example/y c mailto:leak@evil[.]example d hxxp:evil[.]example e evil[.]example',
     );
-    for (const token of text.split(' ')) expect(linkHost(token)).toBeUndefined();
+    for (const token of text.split(' ')) expect(linkHosts(token)).toEqual([]);
+    const hidden = checkLinks('x=evil%2eexample ev\u00adil.example wss://intranet/x', {
+      ...config,
+      SLACK_LINK_POLICY: 'defang',
+    });
+    expect(hidden.text).toBe('x=evil[.]example evil[.]example wss[:]//intranet/x');
+    for (const token of hidden.text.split(' ')) expect(linkHosts(token)).toEqual([]);
   });
 });
 

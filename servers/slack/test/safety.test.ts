@@ -162,6 +162,11 @@ describe('what a post carries', () => {
       'http:evil.example',
       'evil.example:8080/x',
       'evil\u3002example/x',
+      // A host inside a token, after punctuation, or spelled with escapes and invisible characters.
+      'id=evil.example/x',
+      'a,evil.example',
+      'https://evil%2eexample/x',
+      'evil.exa\u200bmple/x',
     ]) {
       let result: Awaited<ReturnType<typeof h.client.callTool>> | undefined;
       const calls = await callsDuring(fake, async () => {
