@@ -4,8 +4,8 @@ import { boundedFetch, createUpstreamErrors, waitingOutRateLimits } from '@gateh
 import type { BoundedFetch } from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createCloudClient } from 'jira.js/cloud';
-import { isApiError, isNetworkError, isRateLimitError } from 'jira.js/core';
 import type { JiraConfig } from './config.js';
+import { JiraHttpError, jiraTransport } from './transport.js';
 import type { CallBounds } from '@gatehouse/core';
 
 export type JiraApi = ReturnType<typeof createCloudClient>;
@@ -33,44 +33,15 @@ const toUpstream = createUpstreamErrors(JIRA_UPSTREAM);
 /** What the model sees of a failed Jira call. */
 export function jiraError(error: unknown): UpstreamError {
   if (error instanceof UpstreamError) return error;
-  if (isRateLimitError(error)) {
-    const seconds =
-      error.retryAfterMs === undefined ? undefined : Math.ceil(error.retryAfterMs / 1000);
+  if (error instanceof JiraHttpError)
     return toUpstream({
-      status: 429,
-      headers: seconds === undefined ? {} : { 'retry-after': String(seconds) },
+      status: error.status,
+      data: error.body,
+      headers: error.headers,
       cause: error,
     });
-  }
-  if (isApiError(error))
-    return toUpstream({ status: error.status, data: error.body, cause: error });
-  const cause = isNetworkError(error) ? (error.cause ?? error) : error;
-  return toUpstream({ message: (cause as Error).message, cause });
-}
-
-/**
- * jira.js 6 calls the global `fetch` and takes neither a fetch, a timeout nor a signal, so for
- * requests to the configured Jira site only, the process's fetch goes through the kit's bounded
- * fetch (JIRA_REQUEST_TIMEOUT_MS, and the running call's signal); every other request passes
- * through untouched. The one place a server patches the process (ADR 0018: a jira.js that takes a
- * fetch, or a client of our own, would end it).
- */
-const sites = new Map<string, BoundedFetch>();
-let original: typeof fetch | undefined;
-function boundJiraFetch(origin: string, timeoutMs: number): BoundedFetch {
-  if (original === undefined) {
-    const base = globalThis.fetch;
-    original = base;
-    globalThis.fetch = (input, init) => {
-      const href =
-        typeof input === 'string' ? input : input instanceof URL ? input.href : input.url;
-      const site = sites.get(new URL(href).origin);
-      return site === undefined ? base(input, init) : site.fetch(input, init);
-    };
-  }
-  const bounded = boundedFetch(timeoutMs, original);
-  sites.set(origin, bounded);
-  return bounded;
+  const cause = error instanceof TypeError && error.cause !== undefined ? error.cause : error;
+  return toUpstream({ message: (cause as Error).message, cause: error });
 }
 
 /** How the client waits; tests shorten a rate limit's second. */
@@ -92,20 +63,21 @@ export class Jira {
     options: JiraOptions = {},
   ) {
     const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
-    const host = config.JIRA_URL.replace(/\/$/, '');
-    this.#bounded = boundJiraFetch(new URL(host).origin, config.JIRA_REQUEST_TIMEOUT_MS);
-    this.api = createCloudClient({
-      host,
-      auth: basic
-        ? { type: 'basic', email: config.JIRA_EMAIL!, apiToken: config.JIRA_API_TOKEN! }
-        : { type: 'bearer', token: config.JIRA_OAUTH_TOKEN! },
-      headers: { 'User-Agent': 'gatehouse-jira' },
-      onSchemaMismatch:
-        options.onSchemaMismatch === 'throw'
-          ? 'throw'
-          : (report: unknown) =>
-              logger.debug({ report }, 'a Jira response differs from its schema'),
-    });
+    this.#bounded = boundedFetch(config.JIRA_REQUEST_TIMEOUT_MS);
+    this.api = createCloudClient(
+      jiraTransport({
+        host: config.JIRA_URL.replace(/\/$/, ''),
+        authorization: basic
+          ? `Basic ${Buffer.from(`${config.JIRA_EMAIL!}:${config.JIRA_API_TOKEN!}`).toString('base64')}`
+          : `Bearer ${config.JIRA_OAUTH_TOKEN!}`,
+        headers: { 'User-Agent': 'gatehouse-jira' },
+        fetch: this.#bounded.fetch,
+        onSchemaMismatch:
+          options.onSchemaMismatch === 'throw'
+            ? 'throw'
+            : (report) => logger.debug({ report }, 'a Jira response differs from its schema'),
+      }),
+    );
     this.#secondMs = options.secondMs ?? 1_000;
   }
 

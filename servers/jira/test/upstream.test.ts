@@ -12,6 +12,8 @@ import type { JiraHarness } from './helpers.ts';
 // Jira's failures as the model sees them, the rate-limit rule, the imposed timeout, and the
 // start-up check.
 
+/** The process's fetch before any Jira server exists: no server may replace it. */
+const processFetch = globalThis.fetch;
 let fake: JiraFake;
 let h: JiraHarness;
 beforeAll(async () => {
@@ -65,6 +67,17 @@ describe("Jira's answers, mapped", () => {
     } finally {
       await slow.close();
     }
+  });
+
+  it("leaves the process's fetch alone, and records Jira's request id of a failure", async () => {
+    expect((await get()).isError).toBeFalsy();
+    expect(globalThis.fetch).toBe(processFetch);
+    await get('OPS-99');
+    // The fake answers with an atl-traceid, as Jira does; the audit record keeps it for support.
+    expect(h.records.at(-1)!.upstream).toMatchObject({
+      status: 404,
+      request_id: expect.stringMatching(/^[0-9a-f]+$/),
+    });
   });
 
   it('never shows the token', async () => {
