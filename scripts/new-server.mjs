@@ -314,6 +314,12 @@ export async function upstream(): Promise<ServerUpstream> {
     env: { ${ENV}_TOKEN: token, ${ENV}_API_URL: \`\${fake.url}/\`, ${ENV}_PROJECTS: 'OPS' },
     call: { name: '${id}_list_items', arguments: { project: 'OPS' } },
     expect: 'Rotate keys',
+    // A token the fake does not know: the server must refuse to start, naming the variable.
+    rejected: {
+      variable: '${ENV}_TOKEN',
+      value: 'rejected-upstream-token-0123456789',
+      said: '${title} rejected the token (401)',
+    },
     close: () => fake.close(),
   };
 }

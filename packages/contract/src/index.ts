@@ -10,11 +10,14 @@
  * It checks the surface a model is told against the reviewed snapshot, that the surface does not
  * change with the configuration, the tools' names, annotations and strict input schemas, the
  * README's generated tables, the deployment declaration in package.json against the
- * configuration schema, the built binary over stdio and Streamable HTTP (no secret in its log,
- * exit 0 on SIGTERM), and one real call
- * through the server's upstream (`test/upstream.ts`) with a real client in the default text view.
+ * configuration schema, and one real call through the server's upstream (`test/upstream.ts`) with
+ * a real client in the default text view. Then the built binary: that call over stdio and over
+ * Streamable HTTP in both protocol eras, the official conformance suite's server-agnostic
+ * scenarios, no secret in its log, exit 0 on SIGTERM, exit 2 naming the variable (and audited)
+ * when the upstream rejects its credential, and a clear refusal on a Node.js that is too old.
  */
-import { readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '@gatehouse/core';
 import { describeConfig, surfaceSnapshot, surfaceSnapshotOf } from '@gatehouse/core/docs';
@@ -27,12 +30,30 @@ import {
   connectInMemory,
   connectStdio,
   resultText as textOf,
+  runConformance,
+  runOnOldNode,
   spawnServer,
 } from '@gatehouse/testkit';
 import type { Connection, ServerUpstream } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 type Json = Record<string, unknown>;
+
+/**
+ * The official conformance suite's scenarios that hold for any server (docs/conformance.md); the
+ * others call the suite's "everything" fixture's own tools by name (packages/fixture runs them).
+ */
+const CONFORMANCE = [
+  'server-initialize',
+  'ping',
+  'tools-list',
+  'resources-list',
+  'prompts-list',
+  'sep-2164-resource-not-found',
+  'dns-rebinding-protection',
+  'caching',
+  'http-header-validation',
+];
 
 /**
  * The surface without what names the deployment on purpose: the server's own instructions (what it
@@ -189,23 +210,68 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
       for (const secret of secrets()) expect(stderr).not.toContain(secret);
     });
 
-    it('serves it over Streamable HTTP and drains on SIGTERM: exit 0', async () => {
+    it('serves it over Streamable HTTP in both eras, passes the conformance scenarios, drains on SIGTERM: exit 0', async () => {
       const server = await spawnServer(process.execPath, [bin], {
         env: { ...env(), GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0' },
       });
       try {
-        const { client, close } = await connectHttp(server.url!);
-        try {
-          const result = await client.callTool(up.call);
-          expect(textOf(result)).toContain(up.expect);
-        } finally {
-          await close();
+        for (const era of ['legacy', 'modern'] as const) {
+          const { client, close } = await connectHttp(server.url!, { era });
+          try {
+            const result = await client.callTool(up.call);
+            expect(textOf(result), era).toContain(up.expect);
+          } finally {
+            await close();
+          }
+        }
+        for (const scenario of CONFORMANCE) {
+          const run = await runConformance(server.url!, { scenario }, 55_000);
+          expect(run.checks, `${scenario}\n${run.output}`).toBeDefined();
+          expect(run.checks!.failed, `${scenario}\n${run.output}`).toBe(0);
+          expect(run.checks!.passed, `${scenario}\n${run.output}`).toBeGreaterThan(0);
         }
         expect(await server.stop('SIGTERM')).toBe(0);
         for (const secret of secrets()) expect(JSON.stringify(server.logs)).not.toContain(secret);
       } finally {
         await server.stop('SIGKILL');
       }
+    }, 180_000);
+
+    it('refuses to start on a credential the upstream rejects: exit 2 naming the variable, audited, the value nowhere', async () => {
+      const { variable, value, said } = up.rejected;
+      const auditFile = join(mkdtempSync(join(tmpdir(), `${docs.id}-refused-`)), 'audit.jsonl');
+      const server = await spawnServer(process.execPath, [bin], {
+        env: {
+          ...env(),
+          [variable]: value,
+          GATEHOUSE_AUDIT_SINKS: 'file',
+          GATEHOUSE_AUDIT_FILE: auditFile,
+        },
+        waitForStart: false,
+      });
+      expect(await server.exited()).toBe(2);
+      const output = server.logs
+        .map((l) => (typeof l.raw === 'string' ? l.raw : JSON.stringify(l)))
+        .join('\n');
+      expect(output).toContain(`${variable}: ${said}`);
+      const audit = readFileSync(auditFile, 'utf8');
+      const first = JSON.parse(audit.split('\n')[0]!) as {
+        event: { action: string };
+        gatehouse?: { reason?: string };
+      };
+      expect(first.event.action).toBe('gatehouse/start_refused');
+      expect(first.gatehouse?.reason).toMatch(new RegExp(`^${variable}: `));
+      // A URL's password is a secret of its own (POSTGRES_URL).
+      const password = URL.canParse(value) ? decodeURIComponent(new URL(value).password) : '';
+      for (const text of [output, audit])
+        for (const secret of [value, password].filter((s) => s.length >= 8))
+          expect(text).not.toContain(secret);
+    });
+
+    it("says which Node.js it needs on one that is too old, instead of failing on syntax (the machine's Node 20)", () => {
+      const old = runOnOldNode(bin);
+      expect(old.version).toMatch(/^20\./);
+      expect(old).toMatchObject({ status: 1, stderr: old.refusal });
     });
   });
 }

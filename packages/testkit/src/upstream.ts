@@ -9,6 +9,11 @@ export interface ServerUpstream {
   readonly call: { readonly name: string; readonly arguments: Record<string, unknown> };
   /** What the answer to the call contains. */
   readonly expect: string;
+  /**
+   * A credential this upstream rejects: started with it, the server must refuse to start (exit 2)
+   * with `<variable>: <said>`, audit the refusal, and show the value nowhere.
+   */
+  readonly rejected: { readonly variable: string; readonly value: string; readonly said: string };
   close(): Promise<void>;
 }
 

@@ -13,6 +13,11 @@ export async function upstream(): Promise<ServerUpstream> {
     env: { GITHUB_TOKEN: token, GITHUB_API_URL: fake.url, GITHUB_REPOS: 'acme/api' },
     call: { name: 'github_get_issue', arguments: { repo: 'acme/api', number: 1 } },
     expect: 'acme/api#1',
+    rejected: {
+      variable: 'GITHUB_TOKEN',
+      value: 'github_pat_11REJECTED00000000000000000000000000000000000000000000000000000000000000',
+      said: 'GitHub rejected the credentials (401)',
+    },
     close: () => fake.close(),
   };
 }

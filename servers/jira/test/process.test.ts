@@ -1,10 +1,11 @@
 import { fileURLToPath } from 'node:url';
-import { connectStdio, runOnOldNode, spawnServer } from '@gatehouse/testkit';
+import { connectStdio } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMAIL, TOKEN, startFake } from './helpers.ts';
 
-// The built binary over stdio.
+// The built binary over stdio: what the start-up check logs. A rejected credential, HTTP,
+// conformance and an old Node.js: the contract (test/contract.test.ts).
 
 const BIN = fileURLToPath(new URL('../dist/index.js', import.meta.url));
 let fake: JiraFake;
@@ -40,24 +41,5 @@ describe('the binary', () => {
     const stderr = connection.stderr.join('\n');
     expect(stderr).toContain('"msg":"Jira access checked"');
     expect(stderr).not.toContain(TOKEN);
-  });
-
-  it('exits 2 naming the variable when the token is rejected', async () => {
-    const server = await spawnServer(process.execPath, [BIN], {
-      env: env({ JIRA_API_TOKEN: 'revoked-token' }),
-      waitForStart: false,
-    });
-    expect(await server.exited()).toBe(2);
-    expect(server.logs.map((l) => l.raw ?? '').join('\n')).toContain(
-      'JIRA_API_TOKEN: Jira rejected the credentials (401)',
-    );
-  });
-});
-
-describe('on a Node.js that is too old', () => {
-  it("says which Node.js it needs instead of failing on syntax (the machine's Node 20)", async () => {
-    const old = runOnOldNode(BIN);
-    expect(old.version).toMatch(/^20\./);
-    expect(old).toMatchObject({ status: 1, stderr: old.refusal });
   });
 });

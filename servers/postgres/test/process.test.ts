@@ -5,7 +5,6 @@ import {
   connectHttp,
   connectStdio,
   eventually,
-  runOnOldNode,
   spawnServer,
   startTcpProxy,
 } from '@gatehouse/testkit';
@@ -261,13 +260,5 @@ describe('over HTTP, with the database going away', () => {
       tcp.cut();
       await tcp.close();
     }
-  });
-});
-
-describe('on a Node.js that is too old', () => {
-  it("says which Node.js it needs instead of failing on syntax (the machine's Node 20)", async () => {
-    const old = runOnOldNode(BIN);
-    expect(old.version).toMatch(/^20\./);
-    expect(old).toMatchObject({ status: 1, stderr: old.refusal });
   });
 });

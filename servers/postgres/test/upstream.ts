@@ -27,8 +27,15 @@ export async function upstream(): Promise<ServerUpstream> {
   const url = new URL(db.url);
   url.username = `ro_${db.name}`;
   url.password = password;
+  const wrong = new URL(url);
+  wrong.password = 'rejected-password-of-the-contract';
   return {
     env: { POSTGRES_URL: url.toString() },
+    rejected: {
+      variable: 'POSTGRES_URL',
+      value: wrong.toString(),
+      said: "PostgreSQL refused the server's login (28P01): password authentication failed",
+    },
     call: { name: 'postgres_query', arguments: { sql: 'SELECT name FROM release' } },
     expect: 'gatehouse-container',
     close: async () => {
