@@ -65,7 +65,7 @@ export function pinnedBase(): string {
 
 /**
  * The base image, present locally: the stand-in for `node:24-bookworm-slim` that
- * ../shared/tools/container-base.sh builds (here there is no registry), tagged with the exact
+ * docker/container-base.sh builds (where there is no registry), tagged with the exact
  * release the Dockerfile pins when it is that release. Returns the NODE_IMAGE to build with.
  */
 export async function ensureBase(): Promise<string> {

@@ -1,6 +1,6 @@
 import { Agent, request } from 'node:http';
 import { fileURLToPath } from 'node:url';
-import { initializeRequest, seededRandom, spawnServer } from '@gatehouse/testkit';
+import { eventually, initializeRequest, seededRandom, spawnServer } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rawServer } from './raw-server.ts';
@@ -335,13 +335,12 @@ describe.each(['legacy', 'modern'] as const)('fuzzing the stdio front door (%s e
         }
         expected.push(...batch);
         // Wait for this batch's answers before the next (bounded memory, real back-pressure).
-        const want = new Set(batch);
-        const deadline = Date.now() + 30_000;
-        while (Date.now() < deadline) {
-          const seen = new Set(server.stdoutLines.map((l) => (JSON.parse(l) as Answer).id));
-          if ([...want].every((id) => seen.has(id))) break;
-          await new Promise((resolve) => setTimeout(resolve, 20));
-        }
+        await eventually(
+          () => new Set(server.stdoutLines.map((l) => (JSON.parse(l) as Answer).id)),
+          (seen) => batch.every((id) => seen.has(id)),
+          30_000,
+          20,
+        );
       }
       // Still alive: a plain ping is answered.
       server.send({

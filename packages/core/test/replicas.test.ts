@@ -4,7 +4,7 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { fileURLToPath } from 'node:url';
-import { connectHttp, spawnServer, startRedis } from '@gatehouse/testkit';
+import { connectHttp, eventually, spawnServer, startRedis } from '@gatehouse/testkit';
 import type { ServerProcess, TestRedis } from '@gatehouse/testkit';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 
@@ -144,8 +144,7 @@ describe('rate limits shared through Redis', () => {
         .auditRecords()
         .filter((r) => r.event.action === 'gatehouse/rate_limit_store')
         .map((r) => `${r.gatehouse.state}:${r.event.reason}`);
-    for (let i = 0; i < 50 && transitions().length < 3; i++)
-      await new Promise((r) => setTimeout(r, 100));
+    await eventually(transitions, (t) => t.length >= 3, 5_000);
     expect(transitions()).toEqual([
       'up:store_available',
       'down:store_unavailable',
