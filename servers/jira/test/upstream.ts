@@ -12,7 +12,9 @@ export async function upstream(): Promise<ServerUpstream> {
     env: { JIRA_URL: fake.url, JIRA_EMAIL: email, JIRA_API_TOKEN: token, JIRA_PROJECTS: 'OPS' },
     call: { name: 'jira_get_issue', arguments: { key: 'OPS-1' } },
     expect: 'OPS-1',
-    rejected: { variable: 'JIRA_API_TOKEN', value: 'ATATT3xFfGF0REJECTEDtoken00000000000000000',
+    rejected: {
+      variable: 'JIRA_API_TOKEN',
+      value: 'ATATT3xFfGF0REJECTEDtoken00000000000000000',
       said: 'Jira rejected the credentials (401)',
     },
     close: () => fake.close(),

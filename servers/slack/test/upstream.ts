@@ -12,7 +12,9 @@ export async function upstream(): Promise<ServerUpstream> {
     env: { SLACK_BOT_TOKEN: token, SLACK_API_URL: fake.url, SLACK_READ_CHANNELS: '#general' },
     call: { name: 'slack_list_channels', arguments: {} },
     expect: 'general',
-    rejected: { variable: 'SLACK_BOT_TOKEN', value: 'xoxb-9999999999-REJECTEDREJECTEDREJECTED',
+    rejected: {
+      variable: 'SLACK_BOT_TOKEN',
+      value: 'xoxb-9999999999-REJECTEDREJECTEDREJECTED',
       said: 'Slack rejected the bot token',
     },
     close: () => fake.close(),
