@@ -397,6 +397,8 @@ describe('docker/render.mjs', () => {
         'test/upstream.ts',
         'test/contract.test.ts',
         'src/main.ts',
+        'src/resources.ts',
+        'src/prompts.ts',
         'README.md',
       ]),
     );

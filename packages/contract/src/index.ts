@@ -13,7 +13,7 @@
  * configuration schema, and one real call through the server's upstream (`test/upstream.ts`) with
  * a real client in the default text view. Then the built binary: that call over stdio and over
  * Streamable HTTP in both protocol eras, the official conformance suite's server-agnostic
- * scenarios, no secret in its log, exit 0 on SIGTERM, exit 2 naming the variable (and audited)
+ * scenarios (those of resources and prompts when it has them), no secret in its log, exit 0 on SIGTERM, exit 2 naming the variable (and audited)
  * when the upstream rejects its credential, and a clear refusal on a Node.js that is too old.
  */
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -40,19 +40,21 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 type Json = Record<string, unknown>;
 
 /**
- * The official conformance suite's scenarios that hold for any server (docs/conformance.md); the
- * others call the suite's "everything" fixture's own tools by name (packages/fixture runs them).
+ * The official conformance suite's scenarios that hold for any server (docs/conformance.md), with
+ * the capability each needs; the others call the suite's "everything" fixture's own tools by name
+ * (packages/fixture runs them). A server without resources or prompts does not declare them (a
+ * client then does not ask), so their scenarios run only where they are declared.
  */
-const CONFORMANCE = [
-  'server-initialize',
-  'ping',
-  'tools-list',
-  'resources-list',
-  'prompts-list',
-  'sep-2164-resource-not-found',
-  'dns-rebinding-protection',
-  'caching',
-  'http-header-validation',
+const CONFORMANCE: ReadonlyArray<readonly [string, ReadonlyArray<'resources' | 'prompts'>]> = [
+  ['server-initialize', []],
+  ['ping', []],
+  ['tools-list', []],
+  ['resources-list', ['resources']],
+  ['prompts-list', ['prompts']],
+  ['sep-2164-resource-not-found', ['resources']],
+  ['dns-rebinding-protection', []],
+  ['caching', ['resources', 'prompts']],
+  ['http-header-validation', []],
 ];
 
 /**
@@ -215,16 +217,19 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
         env: { ...env(), GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0' },
       });
       try {
+        let declared: Record<string, unknown> = {};
         for (const era of ['legacy', 'modern'] as const) {
           const { client, close } = await connectHttp(server.url!, { era });
           try {
             const result = await client.callTool(up.call);
             expect(textOf(result), era).toContain(up.expect);
+            declared = client.getServerCapabilities() ?? {};
           } finally {
             await close();
           }
         }
-        for (const scenario of CONFORMANCE) {
+        for (const [scenario, needs] of CONFORMANCE) {
+          if (needs.some((capability) => declared[capability] === undefined)) continue;
           const run = await runConformance(server.url!, { scenario }, 55_000);
           expect(run.checks, `${scenario}\n${run.output}`).toBeDefined();
           expect(run.checks!.failed, `${scenario}\n${run.output}`).toBe(0);
