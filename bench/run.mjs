@@ -1,7 +1,8 @@
 // One command for the performance table (issue 14): runs the benchmarks in turn — each compares
 // against its baseline interleaved in the same run — then prints one table of every row: ours,
 // the baseline, the ratio, n and the spread (p10–p90 of ours), and writes it into bench/README.md
-// between the `bench-table` markers.
+// between the `bench-table` markers (a full run only: a short run prints its table and leaves the
+// README alone).
 //   npm run bench            the full run (the benchmarks' default sample counts)
 //   npm run bench -- --short  a quick run with fewer samples (what CI can afford)
 // Rows no benchmark measures yet say so; a benchmark that fails fails the command.
@@ -209,7 +210,10 @@ const readme = here('./README.md');
 const text = readFileSync(readme, 'utf8');
 const start = '<!-- bench-table:start -->';
 const end = '<!-- bench-table:end -->';
-if (text.includes(start) && text.includes(end)) {
+// A short run's numbers have too few samples to stand as the table: printed, never written.
+if (short) {
+  process.stderr.write('bench: short mode — bench/README.md keeps the last full run\n');
+} else if (text.includes(start) && text.includes(end)) {
   const updated = `${text.slice(0, text.indexOf(start) + start.length)}\n\n${table}\n\n${stamp}\n\n${text.slice(text.indexOf(end))}`;
   // Formatted as the repository's Prettier check expects.
   const prettier = await import('prettier');
