@@ -1,18 +1,23 @@
 #!/usr/bin/env node
 // Creates the secrets docker/compose.yaml mounts, in docker/secrets/ (git-ignored): an API key
-// (printed once; only its SHA-256 is stored), the state key, an Ed25519 audit signing key, and
+// (printed once; only its SHA-256 is stored), the state key, an Ed25519 audit signing key and its
+// public key (audit_public_key.pem, for `gatehouse-audit verify --key`), Redis's password with the
+// configuration and URL made from it (redis.conf, redis_url), and
 // each server's upstream credential as its declaration says (servers/<id>/package.json
 // gatehouse.deploy): made by the server's own module when it has one (the postgres server's
 // passwords and read-only URL), else a REPLACE-ME placeholder for you to fill in (the vendor
 // tokens). Files that exist are kept (run it again safely).
-// Usage: node docker/make-secrets.mjs [--rotate api_keys,state_key,…]
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+// Usage: node docker/make-secrets.mjs [--rotate api_keys,state_key,redis_password,…] [--dir DIR]
+// (--dir: another folder than docker/secrets/, e.g. to look before using them.)
+import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { declarations, secretFile } from './render.mjs';
+import { declarations, redisConf, secretFile } from './render.mjs';
 
-const dir = join(import.meta.dirname, 'secrets');
+const dir = process.argv.includes('--dir')
+  ? process.argv[process.argv.indexOf('--dir') + 1]
+  : join(import.meta.dirname, 'secrets');
 mkdirSync(dir, { recursive: true, mode: 0o700 });
 const rotate = new Set(
   (process.argv[process.argv.indexOf('--rotate') + 1] ?? '').split(',').filter(Boolean),
@@ -35,7 +40,8 @@ function secret(name, make) {
 }
 
 secret('api_keys.json', () => {
-  const key = `gh_${random()}`;
+  // A prefix of its own: nothing that looks like a vendor's token (GitHub's are gh*_…).
+  const key = `gatehouse_${random()}`;
   process.stdout.write(
     `API key (shown once; clients send it as "Authorization: Bearer …"):\n  ${key}\n`,
   );
@@ -43,9 +49,25 @@ secret('api_keys.json', () => {
   return `${JSON.stringify([{ id: 'compose-1', sha256, principal: 'compose-operator', scopes: ['*'] }])}\n`;
 });
 secret('state_key', () => random(48));
-secret('audit_signing_key.pem', () =>
+const signing = secret('audit_signing_key.pem', () =>
   generateKeyPairSync('ed25519').privateKey.export({ type: 'pkcs8', format: 'pem' }).toString(),
 );
+/** A file made from a secret: written again whenever what it is made from changes. */
+function derived(name, value) {
+  const path = join(dir, name);
+  if (existsSync(path) && readFileSync(path, 'utf8') === value) return;
+  writeFileSync(path, value, { mode: 0o644 });
+  chmodSync(path, 0o644);
+  said.push(name);
+}
+// What a reviewer needs to check the trail's signatures: gatehouse-audit verify --key this file.
+derived(
+  'audit_public_key.pem',
+  createPublicKey(signing).export({ type: 'spki', format: 'pem' }).toString(),
+);
+const redisPassword = secret('redis_password', () => random()).trim();
+derived('redis.conf', redisConf(redisPassword));
+derived('redis_url', `redis://:${redisPassword}@redis:6379\n`);
 for (const server of declarations()) {
   const own = server.deploy.compose?.secrets;
   if (own !== undefined) {

@@ -20,6 +20,9 @@ import { parse, stringify } from 'yaml';
 export const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 const DOCKER = join(ROOT, 'docker');
 const DOMAIN = 'mcp.example.com';
+/** The drain on SIGTERM (GATEHOUSE_DRAIN_MS) and the stop grace around it: drain + preStop + margin. */
+const DRAIN_MS = 25_000;
+const GRACE_S = 40;
 /** Public addresses only: no cluster, private, carrier-grade NAT, loopback or metadata range. */
 const PRIVATE = [
   '10.0.0.0/8',
@@ -69,6 +72,15 @@ export function declarations(root = ROOT) {
   return servers;
 }
 
+/**
+ * Redis's configuration for the rate limits: a password, protected mode (refuses every client
+ * that has not authenticated), no persistence (the counters are short-lived). A secret: it holds
+ * the password.
+ */
+export function redisConf(password) {
+  return `requirepass ${password}\nprotected-mode yes\nsave ""\nappendonly no\n`;
+}
+
 /** The file name of a server's upstream credential in docker/secrets/ (`github_token`). */
 export const secretFile = (s) => `${s.id}_${s.deploy.upstream.key.replace(/-/g, '_')}`;
 
@@ -86,7 +98,10 @@ function compose(servers) {
   const services = {
     redis: {
       image: 'docker.io/library/redis:7.0-bookworm',
-      command: ['redis-server', '--save', '', '--appendonly', 'no'],
+      // Its configuration is a secret file (make-secrets.mjs): requirepass, protected mode, no
+      // persistence. The servers connect with the password in GATEHOUSE_REDIS_URL_FILE.
+      command: ['redis-server', '/run/secrets/redis_conf'],
+      secrets: ['redis_conf'],
       read_only: true,
       user: '999:999',
       tmpfs: ['/data:size=64m'],
@@ -99,6 +114,8 @@ function compose(servers) {
     api_keys: { file: './secrets/api_keys.json' },
     state_key: { file: './secrets/state_key' },
     audit_signing_key: { file: './secrets/audit_signing_key.pem' },
+    redis_conf: { file: './secrets/redis.conf' },
+    redis_url: { file: './secrets/redis_url' },
   };
   const volumes = { audit: {} };
   for (const s of servers) {
@@ -129,7 +146,8 @@ function compose(servers) {
       cap_drop: ['ALL'],
       security_opt: ['no-new-privileges:true'],
       restart: 'unless-stopped',
-      stop_grace_period: '40s',
+      // Longer than the drain (GATEHOUSE_DRAIN_MS, 25 s), as in Kubernetes.
+      stop_grace_period: `${GRACE_S}s`,
       ...(deploy.profile === undefined ? {} : { profiles: [deploy.profile] }),
       build: { context: '..', dockerfile: 'docker/Dockerfile', args: { SERVER: s.id } },
       image: `gatehouse-${s.id}:${s.version}`,
@@ -144,18 +162,19 @@ function compose(servers) {
         GATEHOUSE_HOST: '0.0.0.0',
         GATEHOUSE_PORT: '8080',
         GATEHOUSE_METRICS_PORT: '9464',
+        GATEHOUSE_DRAIN_MS: String(DRAIN_MS),
         GATEHOUSE_ALLOWED_HOSTS: 'localhost,127.0.0.1',
         GATEHOUSE_AUTH: 'api_key',
         GATEHOUSE_API_KEYS_FILE: '/run/secrets/api_keys',
         GATEHOUSE_STATE_KEY_FILE: '/run/secrets/state_key',
         GATEHOUSE_AUDIT_SIGNING_KEY_FILE: '/run/secrets/audit_signing_key',
-        GATEHOUSE_REDIS_URL: 'redis://redis:6379',
+        GATEHOUSE_REDIS_URL_FILE: '/run/secrets/redis_url',
         GATEHOUSE_AUDIT_SINKS: 'stdout,file',
         GATEHOUSE_AUDIT_FILE: `/var/lib/gatehouse/audit/${s.id}.jsonl`,
         [`${deploy.upstream.variable}_FILE`]: `/run/secrets/${credential}`,
         ...settings,
       },
-      secrets: ['api_keys', 'state_key', 'audit_signing_key', credential],
+      secrets: ['api_keys', 'state_key', 'audit_signing_key', 'redis_url', credential],
       volumes: ['audit:/var/lib/gatehouse/audit'],
       ports: [`127.0.0.1:${deploy.port}:8080`],
     };
@@ -265,9 +284,11 @@ function example(servers) {
           'api-keys=[{"id":"replace-me","sha256":"0000000000000000000000000000000000000000000000000000000000000000","principal":"replace-me","scopes":["*"]}]',
           'state-key=REPLACE-ME-with-32-or-more-random-characters',
           'audit-signing-key=REPLACE-ME-with-the-PEM-from-gatehouse-audit-keygen',
-          'redis-url=redis://redis:6379',
+          'redis-url=redis://:REPLACE-ME-redis-password@redis:6379',
         ],
       },
+      // Redis's configuration: the same password (requirepass), protected mode, no persistence.
+      { name: 'gatehouse-redis', files: ['redis.conf'] },
       ...servers.map((s) => ({
         name: `gatehouse-upstream-${s.id}`,
         literals: [`${s.deploy.upstream.key}=${s.deploy.upstream.placeholder}`],
@@ -308,6 +329,7 @@ function example(servers) {
     },
   };
   return {
+    'redis.conf': `${HEADER("Redis's configuration, a Secret (gatehouse-redis): the password is the one in redis-url")}${redisConf('REPLACE-ME-redis-password')}`,
     'kustomization.yaml': `${HEADER('a complete example: the base, the Secrets it references (PLACEHOLDER values: create the real ones with your secret manager, docs/deploy.md) and an Ingress with TLS')}${stringify(kustomization, { lineWidth: 0 })}`,
     'ingress.yaml': `${HEADER('one host per server, TLS at the ingress (cert-manager); the metrics port is not routed')}${stringify(ingress, { lineWidth: 100 })}`,
   };

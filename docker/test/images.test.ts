@@ -163,6 +163,16 @@ describe.each(servers)('the %s image', (server) => {
     expect(check.code).toBe(0);
   });
 
+  it("carries gatehouse-audit where docs/deploy.md says, runnable with the image's node", async () => {
+    const help = await container.exec([
+      'node',
+      '/app/node_modules/@gatehouse/audit/dist/bin.js',
+      '--help',
+    ]);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/gatehouse-audit verify/);
+  });
+
   it('serves an authenticated MCP call over Streamable HTTP, and refuses one without the key', async () => {
     expect((await fetch(url('/mcp'), { method: 'POST', body: '{}' })).status).toBe(401);
     const { client, close } = await connectHttp(url('/mcp'), {

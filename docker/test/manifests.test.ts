@@ -3,7 +3,7 @@
 // Kubernetes object schemas (kubernetes-models), and both against our hardening rules and
 // references (every Secret, ConfigMap, port and probe resolves).
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { createRequire } from 'node:module';
 import { Ajv2019 } from 'ajv/dist/2019.js';
 import { parse, parseAllDocuments } from 'yaml';
@@ -13,7 +13,7 @@ import { ConfigMap, Namespace, Secret, Service } from 'kubernetes-models/v1';
 import { Ingress, NetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1';
 import { PodDisruptionBudget } from 'kubernetes-models/policy/v1';
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { declarations, render as renderDeployment } from '../render.mjs';
 import { ROOT, must, serverNames } from './container.ts';
@@ -223,11 +223,12 @@ describe.each(['base', 'overlays/example'])('kubectl kustomize docker/k8s/%s', (
       expect(podsOf(p.spec.selector.matchLabels), `PDB/${p.metadata.name}`).toHaveLength(1);
     }
     for (const h of of('HorizontalPodAutoscaler')) {
-      expect(
-        named('Deployment', h.spec.scaleTargetRef.name),
-        `HPA/${h.metadata.name}`,
-      ).toBeDefined();
+      const target = named('Deployment', h.spec.scaleTargetRef.name);
+      expect(target, `HPA/${h.metadata.name}`).toBeDefined();
       expect(h.spec.minReplicas).toBeGreaterThanOrEqual(2);
+      // The HPA owns the count: a replicas field would reset a scaled-out Deployment to it on
+      // every `kubectl apply -k`.
+      expect(target.spec.replicas, `Deployment/${target.metadata.name}`).toBeUndefined();
     }
     for (const n of of('NetworkPolicy')) {
       expect(
@@ -270,6 +271,34 @@ describe.each(['base', 'overlays/example'])('kubectl kustomize docker/k8s/%s', (
     }
   });
 
+  it('runs Redis with a password from a Secret file and protected mode; servers connect with it', () => {
+    const redis = named('Deployment', 'redis').spec.template.spec;
+    const container = redis.containers[0];
+    expect(container.args).toEqual(['/etc/redis/redis.conf']);
+    const config = redis.volumes.find((v: Obj) => v.secret?.secretName === 'gatehouse-redis');
+    expect(config?.secret.items).toEqual([{ key: 'redis.conf', path: 'redis.conf' }]);
+    expect(container.volumeMounts).toContainEqual({
+      name: config.name,
+      mountPath: '/etc/redis',
+      readOnly: true,
+    });
+    for (const d of of('Deployment').filter((x) => x.metadata.name !== 'redis')) {
+      const env = d.spec.template.spec.containers[0].env as Obj[];
+      expect(env.find((e) => e.name === 'GATEHOUSE_REDIS_URL')).toBeUndefined();
+      expect(env.find((e) => e.name === 'GATEHOUSE_REDIS_URL_FILE')?.value).toBe(
+        '/run/secrets/gatehouse/redis-url',
+      );
+    }
+    if (dir === 'base') return;
+    const text = (name: string, key: string) =>
+      Buffer.from(String(named('Secret', name).data[key]).replace(/\s/g, ''), 'base64').toString();
+    const conf = text('gatehouse-redis', 'redis.conf');
+    const password = /^requirepass (\S+)$/m.exec(conf)?.[1];
+    expect(password).toMatch(/REPLACE-ME/);
+    expect(conf).toMatch(/^protected-mode yes$/m);
+    expect(new URL(text('gatehouse-shared', 'redis-url')).password).toBe(password);
+  });
+
   it('routes the Ingress (example) to real Services over TLS', () => {
     if (dir === 'base') return expect(of('Ingress')).toHaveLength(0);
     const ingress = of('Ingress')[0] as Obj;
@@ -289,6 +318,41 @@ describe.each(['base', 'overlays/example'])('kubectl kustomize docker/k8s/%s', (
     expect(ingress.spec.rules.map((r: Obj) => r.host).sort()).toEqual(
       servers.map((s) => `${s}.mcp.example.com`).sort(),
     );
+  });
+});
+
+describe('docker/k8s/components/prometheus-operator', () => {
+  it("adds a PodMonitor that scrapes every server's metrics port, and nothing else", async () => {
+    const overlay = mkdtempSync(join(ROOT, 'docker/k8s/.test-overlay-'));
+    try {
+      const rel = (p: string) => relative(overlay, join(ROOT, 'docker/k8s', p));
+      writeFileSync(
+        join(overlay, 'kustomization.yaml'),
+        `namespace: gatehouse\nresources: [${rel('base')}]\ncomponents: [${rel('components/prometheus-operator')}]\n`,
+      );
+      const out = await must('kubectl', ['kustomize', overlay]);
+      const objects = parseAllDocuments(out).map((d) => d.toJS() as Obj);
+      const base = await render('base');
+      expect(objects.length).toBe(base.length + 1);
+      const monitor = objects.find((o) => o.kind === 'PodMonitor')!;
+      expect(monitor.apiVersion).toBe('monitoring.coreos.com/v1');
+      expect(monitor.metadata.namespace).toBe('gatehouse');
+      const scraped = base.filter(
+        (o) =>
+          o.kind === 'Deployment' &&
+          matches(monitor.spec.selector.matchLabels, o.spec.template.metadata.labels),
+      );
+      expect(scraped.map((d) => d.metadata.name).sort()).toEqual(
+        servers.map((s) => `gatehouse-${s}`).sort(),
+      );
+      for (const d of scraped) {
+        const ports = d.spec.template.spec.containers[0].ports.map((p: Obj) => p.name);
+        expect(ports).toContain(monitor.spec.podMetricsEndpoints[0].port);
+      }
+      expect(monitor.spec.podMetricsEndpoints[0].path).toBe('/metrics');
+    } finally {
+      rmSync(overlay, { recursive: true, force: true });
+    }
   });
 });
 
@@ -358,6 +422,22 @@ describe('docker/compose.yaml', () => {
         if (/TOKEN|PASSWORD|_KEYS?$|SECRET/.test(k))
           expect(k, `${k}=${v} is a secret in the environment`).toMatch(/_FILE$/);
       }
+    }
+  });
+
+  it('runs Redis from its secret configuration, and every server reaches it with the password file', () => {
+    const redis = compose.services.redis as Obj;
+    expect(redis.command).toEqual(['redis-server', '/run/secrets/redis_conf']);
+    expect(redis.secrets).toEqual(['redis_conf']);
+    expect(compose.secrets.redis_conf.file).toBe('./secrets/redis.conf');
+    for (const server of servers) {
+      const service = compose.services[`gatehouse-${server}`] as Obj;
+      expect(service.environment.GATEHOUSE_REDIS_URL_FILE).toBe('/run/secrets/redis_url');
+      expect(service.environment.GATEHOUSE_REDIS_URL).toBeUndefined();
+      // A stop gives the server longer than its drain.
+      expect(Number(/^(\d+)s$/.exec(service.stop_grace_period)?.[1]) * 1000).toBeGreaterThan(
+        Number(service.environment.GATEHOUSE_DRAIN_MS) + 5_000,
+      );
     }
   });
 
