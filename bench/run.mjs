@@ -10,6 +10,7 @@ import { spawnSync } from 'node:child_process';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { quantile } from './stats.mjs';
+import { verdict } from './verdict.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
 const short = process.argv.includes('--short');
@@ -183,7 +184,11 @@ memoryRows(
   `memory over stdio, ${memory.core.calls} calls, 16 in flight, vs the bare SDK server`,
   memory.core,
   memory.bare,
-  [steady, peak, ['RSS growth, last tenth vs the middle', 'growth_mb', 'nothing growing']],
+  [
+    steady,
+    peak,
+    ['RSS growth, last tenth vs the middle', 'growth_mb', 'nothing growing (≤ 10 MB)'],
+  ],
 );
 const httpMemory = results('http').memory;
 memoryRows(
@@ -193,18 +198,25 @@ memoryRows(
   [steady, peak],
 );
 
-const header = ['what', 'ours', 'baseline', 'ratio', 'n', 'spread (ours)', 'target'];
+const header = ['what', 'ours', 'baseline', 'ratio', 'n', 'spread (ours)', 'target', 'met'];
 const cell = (s) => String(s).replace(/\|/g, '\\|');
+const mark = { met: '✓', missed: '✗ missed', '': '' };
 const table = [
   `| ${header.join(' | ')} |`,
   `| ${header.map(() => '---').join(' | ')} |`,
   ...rows.map(
     (r) =>
-      `| ${[r.what, r.ours, r.baseline, r.ratio, r.n, r.spread, r.target].map(cell).join(' | ')} |`,
+      `| ${[r.what, r.ours, r.baseline, r.ratio, r.n, r.spread, r.target, mark[verdict(r)]].map(cell).join(' | ')} |`,
   ),
 ].join('\n');
+const missed = rows.filter((r) => verdict(r) === 'missed');
+const judged = rows.filter((r) => verdict(r) !== '');
+const summary =
+  missed.length === 0
+    ? `All ${judged.length} rows with a target meet it.`
+    : `${missed.length} of ${judged.length} rows with a target miss it:\n${missed.map((r) => `- ${r.what}: ${r.ratio === '' ? r.ours : `${r.ratio}×`} (target ${r.target})`).join('\n')}`;
 const stamp = `Last run: ${new Date().toISOString().slice(0, 10)}, Node ${process.version}${short ? ', short mode' : ''}.`;
-process.stdout.write(`${table}\n\n${stamp}\n`);
+process.stdout.write(`${table}\n\n${summary}\n\n${stamp}\n`);
 
 const readme = here('./README.md');
 const text = readFileSync(readme, 'utf8');
@@ -214,7 +226,7 @@ const end = '<!-- bench-table:end -->';
 if (short) {
   process.stderr.write('bench: short mode — bench/README.md keeps the last full run\n');
 } else if (text.includes(start) && text.includes(end)) {
-  const updated = `${text.slice(0, text.indexOf(start) + start.length)}\n\n${table}\n\n${stamp}\n\n${text.slice(text.indexOf(end))}`;
+  const updated = `${text.slice(0, text.indexOf(start) + start.length)}\n\n${table}\n\n${summary}\n\n${stamp}\n\n${text.slice(text.indexOf(end))}`;
   // Formatted as the repository's Prettier check expects.
   const prettier = await import('prettier');
   const options = (await prettier.resolveConfig(readme)) ?? {};
