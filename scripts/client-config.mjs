@@ -12,16 +12,22 @@
 //
 // Options: --secrets-dir DIR (where the secret files live; default ~/.config/gatehouse/secrets),
 // --config FILE (the config file --write merges into; default: Claude Desktop's on this OS).
-// Non-secret variables take their value from the environment when set (GITHUB_REPOS=acme/api …),
-// otherwise the server's example value, to edit.
+// Non-secret variables take their value from the environment when set (GITHUB_REPOS=acme/api …);
+// printed, otherwise the server's example value, to edit; --write takes the value the config
+// already has and refuses to write an example value into a real config.
+// The entry names the node running this: run it with Node 22.19 or later (Node 24 LTS).
+// `npm run client-config -- … > file` writes only the JSON (npm's banner is taken out of the file).
 import {
   copyFileSync,
   existsSync,
+  fstatSync,
+  ftruncateSync,
   mkdirSync,
   readFileSync,
   readdirSync,
   renameSync,
   writeFileSync,
+  writeSync,
 } from 'node:fs';
 import { homedir, platform } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -48,7 +54,7 @@ function shebangFlags(binPath) {
 }
 
 /** What the client needs to start one server: command, args, env, and the secret files to make. */
-export async function serverEntry(id, { secretsDir, env = process.env }) {
+export async function serverEntry(id, { secretsDir, env = process.env, existing = {} }) {
   const dir = join(ROOT, 'servers', id);
   if (!existsSync(join(dir, 'package.json'))) {
     const known = readdirSync(join(ROOT, 'servers')).sort().join(', ');
@@ -70,6 +76,8 @@ export async function serverEntry(id, { secretsDir, env = process.env }) {
       files.push({ variable: key, file });
     } else if (env[key] !== undefined) {
       entryEnv[key] = env[key];
+    } else if (existing[key] !== undefined) {
+      entryEnv[key] = existing[key];
     } else {
       entryEnv[key] = example;
       edit.push(key);
@@ -83,6 +91,24 @@ export async function serverEntry(id, { secretsDir, env = process.env }) {
     files,
     edit,
   };
+}
+
+/**
+ * The Claude Desktop entry of server `id` as the READMEs show it (scripts/gen-docs.mjs): what this
+ * script writes, with the server's example values and this machine's paths made placeholders.
+ */
+export async function documentedEntry(id) {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'servers', id, 'package.json'), 'utf8'));
+  const { docs } = await import(manifest.name);
+  const entry = await serverEntry(id, {
+    secretsDir: '/home/you/.config/gatehouse/secrets',
+    env: docs.exampleEnv,
+  });
+  const text = render('claude-desktop', [entry])
+    .replaceAll(process.execPath, '/usr/local/bin/node')
+    .replaceAll(ROOT, '/opt/gatehouse/');
+  const files = entry.files.map((f) => `\`${f.file}\` (${f.variable})`).join(', ');
+  return `\`npm run client-config -- ${id} --write\` puts this entry into Claude Desktop's config — with the path of your Node 24, of your checkout and your values (here the examples); each secret is a file it names, never a value in the config (${files}):\n\n\`\`\`json\n${text}\n\`\`\`\n`;
 }
 
 /** The client's configuration text for the entries (stdio) or the remote URL. */
@@ -151,27 +177,12 @@ const shellQuote = (s) =>
  * A file that is not a JSON object is refused, and nothing is written.
  */
 export function mergeInto(path, entries, now = new Date()) {
-  let config = {};
+  const config = readConfig(path) ?? {};
+  const text = `${JSON.stringify(merged(config, entries), null, 2)}\n`;
+  if (existsSync(path) && readFileSync(path, 'utf8') === text)
+    return { backup: undefined, replaced: [], unchanged: true };
   let backup;
   if (existsSync(path)) {
-    const text = readFileSync(path, 'utf8');
-    try {
-      config = text.trim() === '' ? {} : JSON.parse(text);
-    } catch (error) {
-      throw new Error(
-        `${path} is not valid JSON (${error.message}); fix or move it, nothing was changed`,
-        { cause: error },
-      );
-    }
-    if (typeof config !== 'object' || config === null || Array.isArray(config)) {
-      throw new Error(`${path} does not hold a JSON object; nothing was changed`);
-    }
-    if (
-      config.mcpServers !== undefined &&
-      (typeof config.mcpServers !== 'object' || Array.isArray(config.mcpServers))
-    ) {
-      throw new Error(`${path}: "mcpServers" is not an object; nothing was changed`);
-    }
     backup = `${path}.bak-${now.toISOString().replace(/[:.]/g, '-')}`;
     copyFileSync(path, backup);
   } else {
@@ -180,16 +191,97 @@ export function mergeInto(path, entries, now = new Date()) {
   const replaced = entries
     .filter((e) => config.mcpServers?.[e.name] !== undefined)
     .map((e) => e.name);
-  config.mcpServers = {
-    ...config.mcpServers,
-    ...Object.fromEntries(
-      entries.map((e) => [e.name, { command: e.command, args: e.args, env: e.env }]),
-    ),
-  };
   const temporary = `${path}.tmp-${process.pid}`;
-  writeFileSync(temporary, `${JSON.stringify(config, null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(temporary, text, { mode: 0o600 });
   renameSync(temporary, path);
-  return { backup, replaced };
+  return { backup, replaced, unchanged: false };
+}
+
+/** The config with the entries in it (other servers and settings kept, in their order). */
+function merged(config, entries) {
+  return {
+    ...config,
+    mcpServers: {
+      ...config.mcpServers,
+      ...Object.fromEntries(
+        entries.map((e) => [e.name, { command: e.command, args: e.args, env: e.env }]),
+      ),
+    },
+  };
+}
+
+/**
+ * The Claude Desktop config at `path` (undefined when there is none). A file that is not a JSON
+ * object, or whose mcpServers is not one, is refused — nothing is changed.
+ */
+export function readConfig(path) {
+  if (!existsSync(path)) return undefined;
+  const text = readFileSync(path, 'utf8');
+  let config;
+  try {
+    config = text.trim() === '' ? {} : JSON.parse(text);
+  } catch (error) {
+    throw new Error(
+      `${path} is not valid JSON (${error.message}); fix or move it, nothing was changed`,
+      { cause: error },
+    );
+  }
+  if (typeof config !== 'object' || config === null || Array.isArray(config)) {
+    throw new Error(`${path} does not hold a JSON object; nothing was changed`);
+  }
+  if (
+    config.mcpServers !== undefined &&
+    (typeof config.mcpServers !== 'object' || Array.isArray(config.mcpServers))
+  ) {
+    throw new Error(`${path}: "mcpServers" is not an object; nothing was changed`);
+  }
+  return config;
+}
+
+/**
+ * npm prints its banner (`> client-config …`) on stdout before the script runs, so
+ * `npm run client-config -- … > file` would not be JSON. When stdout is a file that holds exactly
+ * that banner (a shell's `>` truncated it; npm wrote it), the answer is written over it from the
+ * start. Anything else — a terminal, a pipe, a file opened to append or with other content — is
+ * written to as it is.
+ */
+export function writeOutput(text, fd = 1, env = process.env, argv = process.argv) {
+  // npm's own words (@npmcli/run-script): the event, with name@version when the package has both.
+  const event = env.npm_lifecycle_event;
+  const command = `${env.npm_lifecycle_script}${argv.length > 2 ? ` ${argv.slice(2).join(' ')}` : ''}`;
+  const banners =
+    event === undefined || env.npm_config_loglevel === 'silent'
+      ? []
+      : [event, `${env.npm_package_name}@${env.npm_package_version} ${event}`].map((head) =>
+          Buffer.byteLength(`\n> ${head}\n> ${command}\n\n`),
+        );
+  let stat;
+  try {
+    stat = fstatSync(fd);
+  } catch {
+    stat = undefined;
+  }
+  const bytes = Buffer.from(text);
+  if (stat?.isFile() && stat.size > 0 && banners.includes(stat.size)) {
+    writeSync(fd, bytes, 0, bytes.length, 0);
+    // A file opened to append took the text at its end instead (size = banner + text): leave it.
+    if (fstatSync(fd).size !== stat.size + bytes.length) ftruncateSync(fd, bytes.length);
+    return;
+  }
+  if (banners.length > 0 && stat?.isFIFO())
+    process.stderr.write(
+      'client-config: npm printed its banner into this pipe first; `npm run -s client-config -- …` leaves it out\n',
+    );
+  writeSync(fd, bytes);
+}
+
+/** The Node.js the entry names must run the servers (they refuse an older one at start). */
+export function checkNode(version = process.versions.node, path = process.execPath) {
+  const [major = 0, minor = 0] = version.split('.').map(Number);
+  if (major > 22 || (major === 22 && minor >= 19)) return;
+  throw new Error(
+    `this is Node.js ${version} (${path}); the entry would start the servers with it, and they need Node.js 22.19 or later. Install Node 24 LTS and run this with it (its path goes into the entry); nothing was written`,
+  );
 }
 
 async function main() {
@@ -221,22 +313,41 @@ async function main() {
       '--write merges into Claude Desktop’s config; for another client pass --config FILE or paste the printed entry',
     );
   }
-  if (values.write && values.remote !== undefined) {
-    throw new Error(
-      'Claude Desktop adds remote servers under Settings → Connectors, not in its config file',
+  if (values.remote !== undefined && values.client === 'claude-desktop') {
+    // Claude Desktop's config file starts local servers only; a remote one is a connector.
+    writeOutput(
+      `Claude Desktop connects to a remote server as a connector, not through its config file:\n  Settings → Connectors → Add custom connector, URL ${values.remote}\n  (with GATEHOUSE_AUTH=oauth it signs you in; an API-key deployment needs a client that sends\n  headers: --client claude-code, vscode or cursor).\n`,
+    );
+    return;
+  }
+  if (values.remote === undefined) checkNode();
+  const path = values.config ?? claudeDesktopConfigPath();
+  const existing = values.write ? (readConfig(path)?.mcpServers ?? {}) : {};
+  const entries = [];
+  for (const id of positionals) {
+    const name = `gatehouse-${id}`;
+    entries.push(
+      await serverEntry(id, {
+        secretsDir: values['secrets-dir'],
+        existing: existing[name]?.env ?? {},
+      }),
     );
   }
-  const entries = [];
-  for (const id of positionals)
-    entries.push(await serverEntry(id, { secretsDir: values['secrets-dir'] }));
+  const examples = entries.flatMap((e) => e.edit.map((k) => `${k} (${e.name})`));
+  if (values.write && examples.length > 0) {
+    throw new Error(
+      `no value for ${examples.join(', ')}: set it in the environment (e.g. ${entries.find((e) => e.edit.length)?.edit[0]}=… npm run client-config -- … --write) — an example value is never written into a real config; nothing was changed`,
+    );
+  }
   if (values.write) {
-    const path = values.config ?? claudeDesktopConfigPath();
-    const { backup, replaced } = mergeInto(path, entries);
+    const { backup, replaced, unchanged } = mergeInto(path, entries);
     process.stdout.write(
-      `Updated ${path}${backup ? ` (the previous file is ${backup})` : ''}: ${entries.map((e) => e.name).join(', ')}${replaced.length ? ` (replaced ${replaced.join(', ')})` : ''}. Restart Claude Desktop.\n`,
+      unchanged
+        ? `${path} already has these entries (${entries.map((e) => e.name).join(', ')}); nothing was changed.\n`
+        : `Updated ${path}${backup ? ` (the previous file is ${backup})` : ''}: ${entries.map((e) => e.name).join(', ')}${replaced.length ? ` (replaced ${replaced.join(', ')})` : ''}. Restart Claude Desktop.\n`,
     );
   } else {
-    process.stdout.write(`${render(values.client, entries, values.remote)}\n`);
+    writeOutput(`${render(values.client, entries, values.remote)}\n`);
   }
   if (values.remote === undefined) {
     const notes = [];

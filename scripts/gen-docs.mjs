@@ -36,6 +36,7 @@ if (inScope('core')) {
 // Every server package exports `docs` (ServerDocs of @gatehouse/core/docs): its README's tool
 // table and variable table come from that alone; a new server needs nothing here.
 const { createLogger } = await import('@gatehouse/core/runtime');
+const { documentedEntry } = await import('./client-config.mjs');
 const serversDir = new URL('../servers/', import.meta.url);
 for (const dir of readdirSync(serversDir).sort()) {
   const manifest = JSON.parse(readFileSync(new URL(`${dir}/package.json`, serversDir), 'utf8'));
@@ -59,6 +60,7 @@ for (const dir of readdirSync(serversDir).sort()) {
     marker: `${docs.id}-config`,
     body: configTable(docs.schema.pick(own)),
   });
+  regions.push({ file: readme, marker: `${docs.id}-client`, body: await documentedEntry(docs.id) });
   for (const [marker, body] of Object.entries(docs.regions?.() ?? {})) {
     regions.push({ file: readme, marker, body });
   }

@@ -87,6 +87,11 @@ Reads the items of the ${title} projects it is configured for (\`${ENV}_PROJECTS
 third-party content: sanitised and framed for the model. Made by \`npm run new-server\`; replace
 the example client and fake with ${title}'s (docs/adding-a-server.md).
 
+## Claude Desktop
+
+<!-- generated:${id}-client -->
+<!-- /generated:${id}-client -->
+
 ## Tools
 
 <!-- generated:${id}-tools -->

@@ -8,6 +8,9 @@ import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
 import { describe, expect, it } from 'vitest';
 import { ROOT, serverNames, sh } from './container.ts';
 
+/** The machine's own Node (20, too old for the servers), as on a fresh Debian. */
+const MACHINE_NODE = '/usr/bin/node';
+
 const SCRIPT = join(ROOT, 'scripts/client-config.mjs');
 const TOKEN =
   'github_pat_11CLIENTCONFIG00000000000000000000000000000000000000000000000000000000000000000';
@@ -115,12 +118,75 @@ describe('client-config', () => {
       await fake.close();
     }
 
-    // Again: the entries are replaced, not duplicated, and a second backup is kept.
-    const again = await generate(home, ['github', '--write', '--secrets-dir', secrets]);
-    expect(again.stdout).toContain('(replaced gatehouse-github)');
+    // Again, nothing new: nothing is written, no second backup. The value the config has is
+    // kept (not the server's example value, which is never written into a real config).
+    const same = await generate(home, ['github', 'postgres', '--write', '--secrets-dir', secrets]);
+    expect(same.stdout).toMatch(/already has these entries .*nothing was changed/);
     expect(
-      Object.keys((JSON.parse(readFileSync(configFile, 'utf8')) as typeof config).mcpServers),
-    ).toHaveLength(3);
+      readdirSync(join(home, '.config/Claude')).filter((f) => f.includes('.bak-')),
+    ).toHaveLength(1);
+    // A change: the entry is replaced, not duplicated, and a second backup is kept.
+    const again = await generate(home, ['github', '--write', '--secrets-dir', secrets], {
+      GITHUB_REPOS: 'acme/web',
+    });
+    expect(again.stdout).toContain('(replaced gatehouse-github)');
+    const after = JSON.parse(readFileSync(configFile, 'utf8')) as typeof config;
+    expect(Object.keys(after.mcpServers)).toHaveLength(3);
+    expect(after.mcpServers['gatehouse-github']!.env!.GITHUB_REPOS).toBe('acme/web');
+    expect(
+      readdirSync(join(home, '.config/Claude')).filter((f) => f.includes('.bak-')),
+    ).toHaveLength(2);
+  });
+
+  it('never writes an example value into a real config: a variable without a value is refused by name', async () => {
+    const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+    const run = await generate(home, ['github', '--write']);
+    expect(run.code).toBe(1);
+    expect(run.stderr).toMatch(
+      /^client-config: no value for GITHUB_REPOS \(gatehouse-github\): set it/,
+    );
+    expect(() => readdirSync(join(home, '.config/Claude'))).toThrow();
+  });
+
+  it("refuses a Node.js that is too old rather than write its path into the entry (the machine's Node 20)", async () => {
+    const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+    const old = await sh('env', [
+      '-i',
+      `HOME=${home}`,
+      `PATH=${process.env.PATH ?? ''}`,
+      'GITHUB_REPOS=acme/api',
+      MACHINE_NODE,
+      SCRIPT,
+      'github',
+      '--write',
+    ]);
+    expect(old.code).toBe(1);
+    expect(old.stderr).toMatch(
+      /^client-config: this is Node\.js 20\.\S+ \(\/usr\/bin\/node\); .*need Node\.js 22\.19 or later/,
+    );
+    expect(old.stdout).toBe('');
+    expect(() => readdirSync(join(home, '.config/Claude'))).toThrow();
+  });
+
+  it('writes only JSON to a file through npm run (npm’s banner taken out), and explains connectors for a remote Claude Desktop', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'client-config-out-'));
+    const file = join(dir, 'entry.json');
+    const viaNpm = await sh('sh', [
+      '-c',
+      `cd ${JSON.stringify(ROOT)} && npm run client-config -- postgres > ${JSON.stringify(file)}`,
+    ]);
+    expect(viaNpm.code, viaNpm.stderr).toBe(0);
+    expect(
+      Object.keys((JSON.parse(readFileSync(file, 'utf8')) as { mcpServers: object }).mcpServers),
+    ).toEqual(['gatehouse-postgres']);
+    const home = mkdtempSync(join(tmpdir(), 'claude-home-'));
+    const remote = await generate(home, ['jira', '--remote', 'https://jira.mcp.example.com/mcp']);
+    expect(remote.code).toBe(0);
+    expect(remote.stdout).toMatch(/^Claude Desktop connects to a remote server as a connector/);
+    expect(remote.stdout).toContain(
+      'Settings → Connectors → Add custom connector, URL https://jira.mcp.example.com/mcp',
+    );
+    expect(remote.stdout).not.toContain('mcpServers');
   });
 
   it('refuses a config file that is not JSON, and changes nothing', async () => {
