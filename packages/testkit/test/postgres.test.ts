@@ -1,6 +1,12 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { freshDatabase } from '../src/postgres.js';
+import { freshDatabase, sweepStalePostgres } from '../src/postgres.js';
+import { eventually } from '../src/results.js';
 import type { TestDatabase } from '../src/postgres.js';
 
 let first: TestDatabase;
@@ -54,5 +60,98 @@ describe('the test PostgreSQL (embedded, or GATEHOUSE_TEST_PG_URL)', () => {
     );
     expect(rows[0]!.n).toBe('0');
     await client.end().catch(() => undefined);
+  });
+});
+
+describe('throwaway clusters leave nothing behind', { timeout: 120_000 }, () => {
+  /** A temporary folder of its own (as root the postgres user must reach the cluster in it). */
+  const ownTmp = () => {
+    const dir = mkdtempSync(join(tmpdir(), 'pg-owner-'));
+    chmodSync(dir, 0o1777);
+    return dir;
+  };
+  // A process that starts a cluster and then ends as told: 'exit' (without stopping it) or
+  // 'hang' (to be killed outright). It prints the folder and the postmaster's pid.
+  const owner = (end: 'exit' | 'hang') =>
+    spawn(
+      process.execPath,
+      [
+        '--input-type=module',
+        '-e',
+        `import { startPostgres } from '@gatehouse/testkit/postgres';
+         import { readFileSync, readdirSync } from 'node:fs';
+         await startPostgres();
+         const tmp = process.env.TMPDIR;
+         const folder = tmp + '/' + readdirSync(tmp).find((n) => n.startsWith('gatehouse-pg-'));
+         const pid = readFileSync(folder + '/data/postmaster.pid', 'utf8').split('\\n')[0];
+         console.log(JSON.stringify({ folder, pid: Number(pid) }));
+         if (${JSON.stringify(end)} === 'exit') process.exit(0); else setInterval(() => {}, 1000);`,
+      ],
+      {
+        env: { ...process.env, TMPDIR: ownTmp() },
+        stdio: ['ignore', 'pipe', 'inherit'],
+      },
+    );
+  const started = async (child: ReturnType<typeof owner>) => {
+    let out = '';
+    child.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    const line = await eventually(
+      () => out,
+      (o) => o.includes('\n'),
+      60_000,
+    );
+    return JSON.parse(line) as { folder: string; pid: number };
+  };
+  const running = (pid: number) => {
+    try {
+      process.kill(pid, 0);
+      return true;
+    } catch {
+      return false;
+    }
+  };
+
+  it('a process that exits without stopping its cluster: the cluster is stopped and its folder goes', async () => {
+    const child = owner('exit');
+    const { folder, pid } = await started(child);
+    await once(child, 'exit');
+    expect(existsSync(folder)).toBe(false);
+    expect(
+      await eventually(
+        () => running(pid),
+        (r) => !r,
+        10_000,
+      ),
+    ).toBe(false);
+  });
+
+  it('a process killed outright (SIGKILL, or Ctrl-C with no handler): the next start sweeps its cluster', async () => {
+    const child = owner('hang');
+    const { folder, pid } = await started(child);
+    child.kill('SIGKILL');
+    await once(child, 'exit');
+    // Its postgres outlives it, orphaned; the folder stays — until a sweep.
+    expect(existsSync(folder)).toBe(true);
+    expect(running(pid)).toBe(true);
+    expect(sweepStalePostgres(dirname(folder))).toEqual([folder]);
+    expect(existsSync(folder)).toBe(false);
+    expect(
+      await eventually(
+        () => running(pid),
+        (r) => !r,
+        10_000,
+      ),
+    ).toBe(false);
+  });
+
+  it('never sweeps a cluster whose owner still runs', () => {
+    const root = mkdtempSync(join(tmpdir(), 'pg-sweep-'));
+    const mine = join(root, 'gatehouse-pg-live');
+    mkdirSync(mine);
+    writeFileSync(join(mine, 'owner.pid'), String(process.pid));
+    const young = join(root, 'gatehouse-pg-starting');
+    mkdirSync(young);
+    expect(sweepStalePostgres(root)).toEqual([]);
+    expect(existsSync(mine) && existsSync(young)).toBe(true);
   });
 });

@@ -1,8 +1,13 @@
 #!/usr/bin/env node
-// The Postgres server demo (`npm run demo`): an embedded PostgreSQL seeded with a small
-// company, the read-only role a DBA would create, the server over Streamable HTTP, a scripted
-// session with a real MCP client, the audit trail and its verification — then it keeps serving
-// until Ctrl-C. GATEHOUSE_DEMO_ONESHOT=1 stops after the session (the test suite runs it so).
+// The Postgres server demo (`npm run demo`, through scripts/demo.mjs): an embedded PostgreSQL
+// seeded with a small company, the read-only role a DBA would create, the server over Streamable
+// HTTP with an API key, a scripted session with a real MCP client, the audit trail and its
+// verification — then it keeps serving until Ctrl-C. Stopped at any point (Ctrl-C, SIGINT or
+// SIGTERM, an error), it stops the server and the database and removes everything it wrote: the
+// database, the audit log and its signing key. GATEHOUSE_DEMO_ONESHOT=1 stops after the session
+// (the test suite runs it so).
+import { createHash, randomBytes } from 'node:crypto';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -27,21 +32,32 @@ const indent = (text, width = 2000) =>
     .join('\n');
 
 const cleanup = [];
-async function shutdown(code) {
-  for (const step of cleanup.reverse()) {
-    try {
-      await step();
-    } catch (error) {
-      console.error(dim(`cleanup: ${error.message}`));
+let stopping;
+/** Stops what was started and removes what was written, newest first; once. */
+function shutdown(code) {
+  stopping ??= (async () => {
+    for (const step of cleanup.reverse()) {
+      try {
+        await step();
+      } catch (error) {
+        console.error(dim(`cleanup: ${error.message}`));
+      }
     }
-  }
-  process.exit(code);
+    process.exit(code);
+  })();
+  return stopping;
 }
+// From the first moment: a stop while the database starts or the session runs cleans up too.
+let serving = false;
+process.on('SIGINT', () => void shutdown(serving ? 0 : 130));
+process.on('SIGTERM', () => void shutdown(serving ? 0 : 143));
 
 try {
   section('1. An embedded PostgreSQL with a small company in it');
   const work = await mkdtemp(join(tmpdir(), 'gatehouse-demo-'));
   cleanup.push(() => rm(work, { recursive: true, force: true }));
+  // Whatever way the process ends, the signing key and the log do not stay behind.
+  process.on('exit', () => rmSync(work, { recursive: true, force: true }));
   const cluster = await startPostgres();
   cleanup.push(() => cluster.stop());
   const { ownerUrl, readOnlyUrl, counts } = await seedCompany(cluster.adminUrl);
@@ -60,13 +76,29 @@ try {
   const keys = join(work, 'keys');
   await auditCli(['keygen', '--out', keys], { write: () => true });
   const auditFile = join(work, 'audit.jsonl');
+  // Over HTTP a caller is who its credential says: the demo's client has an API key of its own.
+  const apiKey = `gatehouse_${randomBytes(24).toString('base64url')}`;
+  const keysFile = join(work, 'api-keys.json');
+  writeFileSync(
+    keysFile,
+    JSON.stringify([
+      {
+        id: 'demo',
+        sha256: createHash('sha256').update(apiKey).digest('hex'),
+        principal: 'demo-analyst',
+        scopes: ['*'],
+      },
+    ]),
+    { mode: 0o600 },
+  );
   const env = {
     PATH: process.env.PATH ?? '',
     POSTGRES_URL: roUrl.toString(),
     POSTGRES_MASK_COLUMNS: '*.email,employees.national_id',
     GATEHOUSE_TRANSPORT: 'http',
     GATEHOUSE_PORT: port,
-    GATEHOUSE_PRINCIPAL: 'demo',
+    GATEHOUSE_AUTH: 'api_key',
+    GATEHOUSE_API_KEYS_FILE: keysFile,
     GATEHOUSE_AUDIT_SINKS: 'file',
     GATEHOUSE_AUDIT_FILE: auditFile,
     GATEHOUSE_AUDIT_SIGNING_KEY_FILE: join(keys, 'audit-signing-key.pem'),
@@ -83,11 +115,14 @@ try {
   }
   cleanup.push(() => server.stop());
   console.log(
-    `   Listening on ${bold(server.url.href)} (read-only role, masking on, audit signed)`,
+    `   Listening on ${bold(server.url.href)} (read-only role, masking on, API key required, audit signed)`,
   );
 
-  section('3. A scripted session with a real MCP client');
-  const { client, close } = await connectHttp(server.url, { name: 'gatehouse-demo' });
+  section('3. A scripted session with a real MCP client (API key of principal demo-analyst)');
+  const { client, close } = await connectHttp(server.url, {
+    name: 'gatehouse-demo',
+    headers: { authorization: `Bearer ${apiKey}` },
+  });
   cleanup.push(close);
   const { tools } = await client.listTools();
   console.log(`→ tools/list\n${indent(tools.map((t) => `${t.name}: ${t.title}`).join('\n'))}`);
@@ -156,12 +191,16 @@ try {
   );
 
   section('5. Connect your own client');
+  // The entry npm run client-config writes: this node, the bin's own flags, the secret in a file.
+  const urlFile = join(work, 'postgres-url');
+  writeFileSync(urlFile, `${roUrl}\n`, { mode: 0o600 });
+  const flags = readFileSync(BIN, 'utf8').split('\n', 1)[0].split(/\s+/).slice(3);
   const claude = {
     mcpServers: {
       company: {
         command: process.execPath,
-        args: ['--liftoff-only', BIN],
-        env: { POSTGRES_URL: roUrl.toString(), POSTGRES_MASK_COLUMNS: env.POSTGRES_MASK_COLUMNS },
+        args: [...flags, BIN],
+        env: { POSTGRES_URL_FILE: urlFile, POSTGRES_MASK_COLUMNS: env.POSTGRES_MASK_COLUMNS },
       },
     },
   };
@@ -169,18 +208,18 @@ try {
     `   Claude Desktop (stdio) — add to claude_desktop_config.json while this demo runs:\n${indent(JSON.stringify(claude, null, 2))}`,
   );
   console.log(
-    `\n   MCP Inspector — run ${bold('npx @modelcontextprotocol/inspector')}, choose "Streamable HTTP", URL ${bold(server.url.href)}`,
+    `\n   MCP Inspector — run ${bold('npx @modelcontextprotocol/inspector')}, choose "Streamable HTTP", URL ${bold(server.url.href)},\n   header Authorization: Bearer ${apiKey}`,
   );
+  console.log(`\n   Audit log: ${auditFile}. Check it yourself while the demo runs:`);
   console.log(
-    `   Audit log: ${auditFile} (gatehouse-audit verify --key ${join(keys, 'audit-public-key.pem')} …)`,
+    `   npx gatehouse-audit verify --allow-open-tail --key ${join(keys, 'audit-public-key.pem')} ${auditFile}`,
   );
 
   if (oneshot) await shutdown(0);
+  serving = true;
   console.log(
-    `\n   Serving on ${server.url.href} — press Ctrl-C to stop (the database is thrown away).`,
+    `\n   Serving on ${server.url.href} — press Ctrl-C to stop (the database, the audit log and its key are removed).`,
   );
-  process.once('SIGINT', () => void shutdown(0));
-  process.once('SIGTERM', () => void shutdown(0));
 } catch (error) {
   console.error(`\ndemo failed: ${error.stack ?? error}`);
   await shutdown(1);

@@ -1,0 +1,38 @@
+#!/usr/bin/env node
+// `npm run demo`: builds the Postgres server and the packages it uses (saying so), then runs the
+// demo (servers/postgres/demo/run.mjs) in this same process. One process, not `build && node`
+// under npm's shell: a Ctrl-C, or a SIGINT or SIGTERM sent to npm (which passes it to this
+// process), reaches the demo's own handler, which stops what it started and removes what it wrote.
+// GATEHOUSE_DEMO_BUILD=0 skips the build (the tests run the built tree so).
+import { spawn } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+if (process.env.GATEHOUSE_DEMO_BUILD !== '0') {
+  process.stderr.write(
+    'demo: building the Postgres server and the packages it uses (turbo; about a minute the first time, seconds after)…\n',
+  );
+  const build = spawn(
+    join(ROOT, 'node_modules/.bin/turbo'),
+    ['run', 'build', '--filter=@gatehouse/server-postgres...', '--output-logs=errors-only'],
+    { cwd: ROOT, stdio: ['ignore', 'inherit', 'inherit'] },
+  );
+  // Stopped while building: the build stops too, and nothing has been started yet.
+  const stop = (signal) => build.kill(signal);
+  process.on('SIGINT', stop).on('SIGTERM', stop);
+  const [code, signal] = await new Promise((resolve) =>
+    build.on('exit', (c, s) => resolve([c, s])),
+  );
+  process.off('SIGINT', stop).off('SIGTERM', stop);
+  if (signal !== null || code !== 0) {
+    process.stderr.write(
+      signal !== null
+        ? `demo: stopped while building (${signal}); nothing was started\n`
+        : 'demo: the build failed (above); nothing was started\n',
+    );
+    process.exit(signal === null ? (code ?? 1) : 130);
+  }
+}
+await import('../servers/postgres/demo/run.mjs');
