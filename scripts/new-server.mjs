@@ -76,9 +76,11 @@ export function scaffold(id, { title, port }) {
       2,
     )}\n`,
     'vitest.config.ts': `import { defineConfig } from 'vitest/config';
+// Timeouts scaled for this machine (a loaded 2-core one gets longer): GATEHOUSE_TEST_TIME_SCALE.
+import { scaled } from '@gatehouse/testkit/time';
 
 export default defineConfig({
-  test: { include: ['test/**/*.test.ts'], testTimeout: 30_000, hookTimeout: 120_000 },
+  test: { include: ['test/**/*.test.ts'], testTimeout: scaled(30_000), hookTimeout: scaled(120_000) },
 });
 `,
     'README.md': `# Gatehouse ${title} server

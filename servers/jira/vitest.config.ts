@@ -1,10 +1,12 @@
 import { defineConfig } from 'vitest/config';
+// Timeouts scaled for this machine (a loaded 2-core one gets longer): GATEHOUSE_TEST_TIME_SCALE.
+import { scaled } from '@gatehouse/testkit/time';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 120_000,
+    testTimeout: scaled(30_000),
+    hookTimeout: scaled(120_000),
     // jira.js's schemas become strict (unknown keys fail) when this is set as it loads: every
     // response of the Jira fake is then checked against Jira's own specification.
     env: { AUDIT_SCHEMAS: 'true' },

@@ -1,12 +1,14 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
+// Timeouts scaled for this machine (a loaded 2-core one gets longer): GATEHOUSE_TEST_TIME_SCALE.
+import { scaled } from '@gatehouse/testkit/time';
 
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // One PostgreSQL for the run (embedded, or GATEHOUSE_TEST_PG_URL); each file takes a database.
     globalSetup: [fileURLToPath(import.meta.resolve('@gatehouse/testkit/postgres-setup'))],
-    testTimeout: 30_000,
-    hookTimeout: 120_000,
+    testTimeout: scaled(30_000),
+    hookTimeout: scaled(120_000),
   },
 });

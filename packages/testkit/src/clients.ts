@@ -12,6 +12,7 @@ import type { ClientCapabilities } from '@modelcontextprotocol/client';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
+import { TIME_SCALE, scaled } from './time.js';
 
 /** The two protocol eras: `legacy` = 2025-11-25 (initialize), `modern` = 2026-07-28 (discover). */
 export type Era = 'legacy' | 'modern';
@@ -154,7 +155,12 @@ export interface ServerProcess {
   // eslint-disable-next-line @typescript-eslint/no-explicit-any -- loosely typed for assertions in tests
   auditRecords(): Array<Record<string, any>>;
   /** Resolves with the first log line matching `predicate`. */
-  waitForLog(predicate: (line: LogLine) => boolean, timeoutMs?: number): Promise<LogLine>;
+  /** Waits for a log line; `what` names it in the error when it never comes. */
+  waitForLog(
+    predicate: (line: LogLine) => boolean,
+    timeoutMs?: number,
+    what?: string,
+  ): Promise<LogLine>;
   /** Sends a signal and resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   /** Resolves with the exit code once the process ends. */
@@ -193,9 +199,12 @@ export async function spawnServer(
   const exit = once(child, 'exit').then(([code]) => code as number | null);
   let url: URL | undefined;
 
+  /** Which process a wait was for, in an error: its command, arguments and pid. */
+  const who = `${[command, ...args].map((a) => a.split('/').slice(-3).join('/')).join(' ')} (pid ${child.pid})`;
   const waitForLog = (
     predicate: (line: LogLine) => boolean,
-    timeoutMs = 15_000,
+    timeoutMs = scaled(15_000),
+    what = 'the expected log line',
   ): Promise<LogLine> => {
     const found = logs.find(predicate);
     if (found) return Promise.resolve(found);
@@ -204,7 +213,7 @@ export async function spawnServer(
         listeners.delete(listener);
         reject(
           new Error(
-            `no matching log line within ${timeoutMs} ms; log:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`,
+            `waited ${timeoutMs} ms (×${TIME_SCALE} for this machine) for ${what} from ${who}, in vain; its log:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`,
           ),
         );
       }, timeoutMs);
@@ -221,7 +230,7 @@ export async function spawnServer(
         listeners.delete(listener);
         reject(
           new Error(
-            `process exited (${code}) before the expected log line; log:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`,
+            `${who} exited (${code}) before ${what}; its log:\n${logs.map((l) => JSON.stringify(l)).join('\n')}`,
           ),
         );
       });
@@ -231,7 +240,11 @@ export async function spawnServer(
   if (options.waitForStart !== false) {
     let started: LogLine;
     try {
-      started = await waitForLog((l) => l.msg === 'server started', options.timeoutMs);
+      started = await waitForLog(
+        (l) => l.msg === 'server started',
+        options.timeoutMs ?? scaled(15_000),
+        'its "server started" log line',
+      );
     } catch (error) {
       // A server that did not start in time must not outlive the caller (it may hold a port).
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');

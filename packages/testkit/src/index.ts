@@ -43,5 +43,6 @@ export type { TcpProxy } from './tcp-proxy.js';
 export type { TestRedis } from './redis.js';
 export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
 export { eventually, resultText } from './results.js';
+export { TIME_SCALE, scaled } from './time.js';
 export type { ServerUpstream, UpstreamModule } from './upstream.js';
 export type { ConformanceRun } from './repo-tools.js';

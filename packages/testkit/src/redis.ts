@@ -6,6 +6,7 @@
  */
 import { spawn } from 'node:child_process';
 import type { ChildProcess } from 'node:child_process';
+import { scaled } from './time.js';
 import { createServer } from 'node:net';
 
 /** A running redis-server. */
@@ -43,7 +44,7 @@ export async function startRedis(binary = 'redis-server'): Promise<TestRedis> {
       let out = '';
       const timer = setTimeout(
         () => reject(new Error(`redis-server did not start:\n${out}`)),
-        10_000,
+        scaled(10_000),
       );
       proc.once('error', (error) => {
         clearTimeout(timer);

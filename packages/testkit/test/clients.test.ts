@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import { availableParallelism } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { McpServer } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import { describe, expect, it } from 'vitest';
-import { connectInMemory, spawnServer } from '../src/index.js';
+import { TIME_SCALE, connectInMemory, scaled, spawnServer } from '../src/index.js';
 import type { Era } from '../src/index.js';
 
 function bareServer(): McpServer {
@@ -34,8 +36,39 @@ describe('spawnServer', () => {
   it('reports a process that exits before it starts, with its output', async () => {
     const script = fileURLToPath(new URL('./fixtures/exits.mjs', import.meta.url));
     await expect(spawnServer(process.execPath, [script], { timeoutMs: 5_000 })).rejects.toThrow(
-      /process exited \(3\) before the expected log line[\s\S]*configuration is broken/,
+      /test\/fixtures\/exits\.mjs \(pid \d+\) exited \(3\) before its "server started" log line[\s\S]*configuration is broken/,
     );
+  });
+
+  it('says what it waited for, from which process, for how long on this machine', async () => {
+    const silent = ['-e', 'console.error("warming up"); setTimeout(() => {}, 60_000)'];
+    // Long enough for the child to have started and said something, even on a loaded machine.
+    const wait = scaled(2_000);
+    await expect(spawnServer(process.execPath, silent, { timeoutMs: wait })).rejects.toThrow(
+      new RegExp(
+        `^waited ${wait} ms \\(×${TIME_SCALE} for this machine\\) for its "server started" log line from \\S*node -e .* \\(pid \\d+\\), in vain; its log:\\n.*warming up`,
+      ),
+    );
+  });
+});
+
+describe('the waits of the tests, scaled for the machine', () => {
+  it('takes GATEHOUSE_TEST_TIME_SCALE when set, else the machine’s cores and load', () => {
+    const scaleWith = (env: Record<string, string>) =>
+      spawnSync(
+        process.execPath,
+        [
+          '--input-type=module',
+          '-e',
+          "console.log((await import('@gatehouse/testkit/time')).TIME_SCALE)",
+        ],
+        { env: { ...process.env, GATEHOUSE_TEST_TIME_SCALE: '', ...env }, encoding: 'utf8' },
+      ).stdout.trim();
+    expect(scaleWith({ GATEHOUSE_TEST_TIME_SCALE: '3' })).toBe('3');
+    const cores = availableParallelism();
+    const base = cores <= 2 ? 2 : cores <= 4 ? 1.5 : 1;
+    expect([String(base), String(base * 1.5)]).toContain(scaleWith({}));
+    expect(scaled(1_000)).toBe(Math.round(1_000 * TIME_SCALE));
   });
 });
 
