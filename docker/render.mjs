@@ -149,7 +149,11 @@ function compose(servers) {
       // Longer than the drain (GATEHOUSE_DRAIN_MS, 25 s), as in Kubernetes.
       stop_grace_period: `${GRACE_S}s`,
       ...(deploy.profile === undefined ? {} : { profiles: [deploy.profile] }),
-      build: { context: '..', dockerfile: 'docker/Dockerfile', args: { SERVER: s.id } },
+      build: {
+        context: '..',
+        dockerfile: 'docker/Dockerfile',
+        args: { SERVER: s.id, VERSION: s.version },
+      },
       image: `gatehouse-${s.id}:${s.version}`,
       depends_on: {
         redis: { condition: 'service_started' },

@@ -31,11 +31,16 @@ export async function bundle(input, out) {
  * The bin of a server: the Node version check first (on an old Node it says which version is
  * needed instead of failing on syntax deep in a dependency; everything else loads after it),
  * Node's on-disk compile cache (a warm start skips compiling the SDK and zod again), then the
- * bundle (config → factory → transport, main.ts). The shebang sizes V8's heap for a server, not
+ * bundle (config → factory → transport, main.ts). Its node flags size V8's heap for a server, not
  * a batch job — steady RSS under load ~125 MB instead of ~280 MB, no cost to cold start or
- * throughput (ADR 0014) — and carries the server's own `gatehouse.nodeFlags` from its
- * package.json first (the postgres server's `--liftoff-only`: V8 does not re-compile the SQL
- * parser's huge WebAssembly function with TurboFan, a transient of several hundred MB; ADR 0007).
+ * throughput (ADR 0014) — and carry the server's own `gatehouse.nodeFlags` from its package.json
+ * first (the postgres server's `--liftoff-only`: V8 does not re-compile the SQL parser's huge
+ * WebAssembly function with TurboFan, a transient of several hundred MB; ADR 0007).
+ * The shebang passes them when the bin is run as a program. Started by `node <bin>` instead (a
+ * client's config, an MCP Bundle, the image's entry point, which has no shell or `env`), the bin
+ * runs itself again with the flags it lacks — `process.execve`: the same process and pid, no
+ * shell — keeping any the caller gave (`node --max-old-space-size=512 <bin>`, or the same in
+ * NODE_OPTIONS, keeps 512).
  */
 export function writeBin(file = 'dist/index.js', manifest = 'package.json') {
   const own = JSON.parse(readFileSync(manifest, 'utf8')).gatehouse?.nodeFlags ?? [];
@@ -45,6 +50,17 @@ export function writeBin(file = 'dist/index.js', manifest = 'package.json') {
     `#!/usr/bin/env -S node ${flags.join(' ')}
 // Written by scripts/bundle.mjs (writeBin): the same bin for every server.
 import '@gatehouse/core/node-check';
+
+// Run without its flags (node <bin>): the same process again, with the ones it lacks.
+const flags = ${JSON.stringify(flags)};
+const options = (process.env.NODE_OPTIONS ?? '').split(/\\s+/);
+const given = new Set([...process.execArgv, ...options].map((f) => f.split('=')[0]));
+const lacking = flags.filter((f) => !given.has(f.split('=')[0]));
+if (lacking.length > 0 && typeof process.execve === 'function') {
+  const [, bin, ...rest] = process.argv;
+  const node = process.execPath;
+  process.execve(node, [node, ...process.execArgv, ...lacking, bin, ...rest], process.env);
+}
 
 const { enableCompileCache } = await import('node:module');
 enableCompileCache();

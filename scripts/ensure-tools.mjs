@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // The machine tools the test suite drives, installed when missing so `npm test` passes on a
 // fresh machine: Chromium (the audit report's browser test), redis-server (the replica tests),
-// buildah and podman (the image tests build and inspect the images). Debian packages, installed
+// buildah and podman (the image tests build and inspect the images), skopeo and GnuPG (they sign
+// and verify them). Debian packages, installed
 // with apt-get when this runs as root; otherwise the command to run is printed and the test
 // command stops here. kubectl (the Kustomize render tests) comes with the machine image.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -12,6 +13,8 @@ const needed = [
   { command: 'buildah', pkg: 'buildah', for: 'building the container images' },
   { command: 'podman', pkg: 'podman', for: 'inspecting the container images' },
   { command: 'unshare', pkg: 'util-linux', for: 'running the images as PID 1' },
+  { command: 'skopeo', pkg: 'skopeo', for: 'signing and verifying the images' },
+  { command: 'gpg', pkg: 'gnupg', for: 'the key the images are signed with' },
 ];
 const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
 const missing = needed.filter((t) => !has(t.command));

@@ -5,22 +5,36 @@
  * namespace so the server is PID 1 (as it is in Kubernetes). `buildah run` cannot make the root
  * read-only, which is the point of the check, hence the mount + unshare + chroot by hand.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import {
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  writeFileSync,
+} from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
+/** The host's unshare, by path: a container's environment (PATH=/usr/local/bin) has none. */
+const UNSHARE = execFileSync('sh', ['-c', 'command -v unshare'], { encoding: 'utf8' }).trim();
 
 /** Runs a command; resolves with its exit code and output (never rejects on a non-zero exit). */
 export function sh(
   command: string,
   args: readonly string[],
-  options: { timeoutMs?: number } = {},
+  options: { timeoutMs?: number; env?: Record<string, string> } = {},
 ): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(command, [...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: ROOT });
+    const child = spawn(command, [...args], {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      cwd: ROOT,
+      ...(options.env ? { env: options.env } : {}),
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.setEncoding('utf8').on('data', (c: string) => (stdout += c));
@@ -103,6 +117,16 @@ export async function ensureBase(): Promise<string> {
   return standIn;
 }
 
+/** How the images are built without a Docker engine or a registry (docs/deploy.md says the same). */
+export const BUILD_FLAGS = [
+  '--isolation',
+  'chroot',
+  '--pull=never',
+  '--layers',
+  '--format',
+  'docker',
+];
+
 /** Builds the image of one server; resolves with its tag and the build time. */
 export async function buildImage(
   server: string,
@@ -110,21 +134,21 @@ export async function buildImage(
 ): Promise<{ tag: string; seconds: number }> {
   const tag = `localhost/gatehouse-${server}:test`;
   const revision = (await sh('git', ['rev-parse', '--short', 'HEAD'])).stdout.trim() || 'unknown';
+  const { version } = JSON.parse(
+    readFileSync(join(ROOT, 'servers', server, 'package.json'), 'utf8'),
+  ) as { version: string };
   const started = Date.now();
   await must('buildah', [
     'bud',
-    '--isolation',
-    'chroot',
-    '--pull=never',
-    '--layers',
-    '--format',
-    'docker',
+    ...BUILD_FLAGS,
     '--build-arg',
     `SERVER=${server}`,
     '--build-arg',
     `NODE_IMAGE=${nodeImage}`,
     '--build-arg',
     `REVISION=${revision}`,
+    '--build-arg',
+    `VERSION=${version}`,
     '-t',
     tag,
     '-f',
@@ -132,6 +156,85 @@ export async function buildImage(
     '.',
   ]);
   return { tag, seconds: (Date.now() - started) / 1000 };
+}
+
+/** A GnuPG key that signs images: its home folder and fingerprint. */
+export interface Signer {
+  readonly home: string;
+  readonly fingerprint: string;
+}
+
+/** A new Ed25519 signing key in a GnuPG home of its own (no passphrase), as a release key. */
+export async function makeSigner(): Promise<Signer> {
+  const home = mkdtempSync('/tmp/gatehouse-gpg-');
+  const gpg = (args: string[]) => must('gpg', ['--homedir', home, '--batch', ...args]);
+  await gpg([
+    '--passphrase',
+    '',
+    '--quick-generate-key',
+    'Gatehouse images <images@gatehouse.example>',
+    'ed25519',
+    'sign',
+    'never',
+  ]);
+  const colons = await gpg(['--with-colons', '--list-secret-keys']);
+  const fingerprint = /^fpr:+([0-9A-F]{40}):/m.exec(colons)?.[1];
+  if (fingerprint === undefined) throw new Error(`gpg made no key:\n${colons}`);
+  return { home, fingerprint };
+}
+
+/** Where a signed image is published in the tests (the signature names it). */
+export const PUBLISHED = (tag: string) =>
+  tag.replace(/^localhost\//, 'registry.example.com/gatehouse/').replace(/:test$/, ':0.1.0');
+
+/**
+ * Signs an image as docs/deploy.md says: `skopeo standalone-sign` of its manifest (the
+ * containers/image "simple signing" format podman and CRI-O verify with a `signedBy` policy),
+ * under the name it is published as. Returns the manifest and the signature files.
+ */
+export async function signImage(
+  tag: string,
+  signer: Signer,
+): Promise<{ manifest: string; signature: string }> {
+  const dir = mkdtempSync('/tmp/gatehouse-sig-');
+  const manifest = join(dir, 'manifest.json');
+  const signature = join(dir, 'signature');
+  const raw = await sh('skopeo', ['inspect', '--raw', `containers-storage:${tag}`]);
+  if (raw.code !== 0) throw new Error(`skopeo inspect ${tag}: ${raw.stderr}`);
+  writeFileSync(manifest, raw.stdout);
+  await must('env', [
+    `GNUPGHOME=${signer.home}`,
+    'skopeo',
+    'standalone-sign',
+    manifest,
+    PUBLISHED(tag),
+    signer.fingerprint,
+    '-o',
+    signature,
+  ]);
+  return { manifest, signature };
+}
+
+/**
+ * Verifies a signature of the image published as `reference` against a manifest, as a deployer
+ * does (`skopeo standalone-verify`); exit 0 and "Signature verified using fingerprint …" when it
+ * holds.
+ */
+export function verifyImage(
+  manifest: string,
+  reference: string,
+  signature: string,
+  signer: Signer,
+) {
+  return sh('env', [
+    `GNUPGHOME=${signer.home}`,
+    'skopeo',
+    'standalone-verify',
+    manifest,
+    reference,
+    signer.fingerprint,
+    signature,
+  ]);
 }
 
 /** The image's configuration as a runtime reads it (Docker format, with the health check). */
@@ -204,23 +307,28 @@ export async function runContainer(
     mkdirSync(host, { recursive: true });
     await mount(['--bind', host], join(root, inside));
   }
-  const user = config.User;
-  const environment = [...config.Env, ...Object.entries(env).map(([k, v]) => `${k}=${v}`)];
+  const [uid = '0', gid = uid] = (config.User || '0').split(':');
+  const environment: Record<string, string> = Object.fromEntries(
+    config.Env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  Object.assign(environment, env);
   const command = [...config.Entrypoint, ...(config.Cmd ?? [])];
-  // A command in the container: its root, user, environment and working directory.
+  // A command in the container: its root, user, environment and working directory — entered by
+  // the host's unshare (util-linux), so the image needs nothing of its own to start a process
+  // (it has no shell and no env).
   const inside = (args: readonly string[]) => [
-    'chroot',
-    `--userspec=${user}`,
-    root,
-    '/usr/bin/env',
-    '-i',
-    '-C',
-    config.WorkingDir || '/',
-    ...environment,
+    `--root=${root}`,
+    `--wd=${config.WorkingDir || '/'}`,
+    '--setuid',
+    uid,
+    '--setgid',
+    gid,
+    '--',
     ...args,
   ];
-  const child = spawn('unshare', ['--pid', '--fork', '--kill-child', ...inside(command)], {
+  const child = spawn(UNSHARE, ['--pid', '--fork', '--kill-child', ...inside(command)], {
     stdio: ['ignore', 'pipe', 'pipe'],
+    env: environment,
   });
   const logs: Array<Record<string, unknown>> = [];
   const listeners = new Set<() => void>();
@@ -236,11 +344,17 @@ export async function runContainer(
     logs.push(parsed);
     for (const l of listeners) l();
   });
-  const exited = new Promise<number | null>((resolve) =>
-    child.once('exit', (code) => resolve(code)),
-  );
+  const exited = new Promise<number | null>((resolve) => {
+    child.once('exit', (code) => resolve(code));
+    // unshare itself could not start: said in the log a wait reports, never a silent hang.
+    child.once('error', (error) => {
+      logs.push({ raw: `${UNSHARE}: ${error.message}` });
+      for (const l of listeners) l();
+      resolve(null);
+    });
+  });
 
-  // The server: unshare's child (chroot, then env, then node — one process, exec'd in turn).
+  // The server: unshare's child (node, which runs itself again with its flags: the same pid).
   let pid = 0;
   for (let i = 0; i < 100 && pid === 0; i++) {
     const children = join('/proc', String(child.pid), 'task', String(child.pid), 'children');
@@ -277,10 +391,7 @@ export async function runContainer(
     logs,
     stdout: () => stdout,
     // As a runtime's exec does: the container's user, environment and working directory.
-    exec: (args) => {
-      const [program, ...rest] = inside(args);
-      return sh(program!, rest);
-    },
+    exec: (args) => sh(UNSHARE, inside(args), { env: environment }),
     waitForLog,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) process.kill(pid, signal);

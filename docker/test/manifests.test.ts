@@ -16,7 +16,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { declarations, render as renderDeployment } from '../render.mjs';
-import { ROOT, must, serverNames } from './container.ts';
+import { BUILD_FLAGS, ROOT, must, serverNames } from './container.ts';
 
 type Obj = Record<string, any>;
 
@@ -394,7 +394,17 @@ describe('docker/compose.yaml', () => {
       expect(service.build).toEqual({
         context: '..',
         dockerfile: 'docker/Dockerfile',
-        args: { SERVER: name.replace('gatehouse-', '') },
+        args: {
+          SERVER: name.replace('gatehouse-', ''),
+          VERSION: (
+            JSON.parse(
+              readFileSync(
+                join(ROOT, 'servers', name.replace('gatehouse-', ''), 'package.json'),
+                'utf8',
+              ),
+            ) as { version: string }
+          ).version,
+        },
       });
       expect(service.read_only, name).toBe(true);
       expect(service.user, name).toBe('1000:1000');
@@ -453,6 +463,28 @@ describe('docker/compose.yaml', () => {
     expect(compose.services['gatehouse-postgres'].depends_on.postgres.condition).toBe(
       'service_healthy',
     );
+  });
+});
+
+describe('docs/deploy.md', () => {
+  it('builds offline as the image tests do: the same buildah flags, the base the Dockerfile pins', () => {
+    const doc = readFileSync(join(ROOT, 'docs/deploy.md'), 'utf8');
+    // The command and its continued lines (ending in a backslash), joined.
+    const lines = doc.split('\n');
+    const start = lines.findIndex((l) => l.startsWith('buildah bud '));
+    expect(start, 'a `buildah bud` command in docs/deploy.md').toBeGreaterThan(-1);
+    let end = start;
+    while (lines[end]!.endsWith('\\')) end++;
+    const command = lines
+      .slice(start, end + 1)
+      .map((l) => l.replace(/\\$/, '').trim())
+      .join(' ');
+    expect(command).toContain(BUILD_FLAGS.join(' '));
+    expect(command).toMatch(/--build-arg SERVER=\w+ -t \S+ -f docker\/Dockerfile \.$/);
+    // The base the script builds is the one the Dockerfile pins: the script reads the pin.
+    const script = readFileSync(join(ROOT, 'docker/container-base.sh'), 'utf8');
+    expect(script).toContain(`sed -n 's/^ARG NODE_IMAGE=\\(\\S*\\)$/\\1/p' "$here/Dockerfile"`);
+    expect(doc).toContain('docker/container-base.sh');
   });
 });
 

@@ -180,6 +180,8 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
     // eslint-disable-next-line no-restricted-syntax -- a test passing PATH to a child process
     const path = process.env.PATH ?? '';
     const env = () => ({ ...docs.exampleEnv, ...up.env, PATH: path });
+    /** The node flags the bin's first line names (`#!/usr/bin/env -S node …`). */
+    const binFlags = () => readFileSync(bin, 'utf8').split('\n', 1)[0]!.split(/\s+/).slice(3);
     /** The values of the configuration's secrets in this environment: never in a log line. */
     const secrets = () => {
       const names = new Set(
@@ -217,6 +219,10 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
         env: { ...env(), GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_PORT: '0' },
       });
       try {
+        // Started as `node <bin>`, without the flags of its first line: it runs with them anyway,
+        // as the same process (an MCP Bundle, the image and most clients start it so).
+        const cmdline = readFileSync(`/proc/${server.child.pid}/cmdline`, 'utf8').split('\0');
+        for (const flag of binFlags()) expect(cmdline, 'node flags of the bin').toContain(flag);
         let declared: Record<string, unknown> = {};
         for (const era of ['legacy', 'modern'] as const) {
           const { client, close } = await connectHttp(server.url!, { era });
@@ -241,6 +247,25 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
         await server.stop('SIGKILL');
       }
     }, 180_000);
+
+    it('keeps a node flag it is given (NODE_OPTIONS) and adds only those it lacks', async () => {
+      const server = await spawnServer(process.execPath, [bin], {
+        env: {
+          ...env(),
+          GATEHOUSE_TRANSPORT: 'http',
+          GATEHOUSE_PORT: '0',
+          NODE_OPTIONS: '--max-old-space-size=300',
+        },
+      });
+      try {
+        const cmdline = readFileSync(`/proc/${server.child.pid}/cmdline`, 'utf8').split('\0');
+        const own = binFlags().filter((f) => !f.startsWith('--max-old-space-size='));
+        for (const flag of own) expect(cmdline).toContain(flag);
+        expect(cmdline.filter((f) => f.startsWith('--max-old-space-size='))).toEqual([]);
+      } finally {
+        await server.stop('SIGKILL');
+      }
+    });
 
     it('refuses to start on a credential the upstream rejects: exit 2 naming the variable, audited, the value nowhere', async () => {
       const { variable, value, said } = up.rejected;
