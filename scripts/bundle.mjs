@@ -59,7 +59,11 @@ const lacking = flags.filter((f) => !given.has(f.split('=')[0]));
 if (lacking.length > 0 && typeof process.execve === 'function') {
   const [, bin, ...rest] = process.argv;
   const node = process.execPath;
-  process.execve(node, [node, ...process.execArgv, ...lacking, bin, ...rest], process.env);
+  try {
+    process.execve(node, [node, ...process.execArgv, ...lacking, bin, ...rest], process.env);
+  } catch {
+    // Not on this platform (Windows): it runs without them, as before.
+  }
 }
 
 const { enableCompileCache } = await import('node:module');

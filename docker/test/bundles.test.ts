@@ -1,0 +1,122 @@
+// The MCP Bundles (scripts/mcpb.mjs, `npm run bundle`): built for every server, checked by the
+// official mcpb CLI, unpacked as Claude Desktop unpacks them, and the server started from the
+// unpacked bundle exactly as its manifest says — node, the entry point, the env made from the
+// user's answers — answering through a real MCP client over stdio.
+import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { connectStdio, resultText } from '@gatehouse/testkit';
+import type { UpstreamModule } from '@gatehouse/testkit';
+import { describe, expect, it } from 'vitest';
+import { ROOT, must, serverNames } from './container.ts';
+
+const MCPB = join(ROOT, 'node_modules/.bin/mcpb');
+const { buildBundle } = (await import(join(ROOT, 'scripts/mcpb.mjs'))) as {
+  buildBundle: (id: string, out: string) => Promise<string>;
+};
+
+interface Manifest {
+  manifest_version: string;
+  name: string;
+  version: string;
+  server: {
+    type: string;
+    entry_point: string;
+    mcp_config: { command: string; args: string[]; env: Record<string, string> };
+  };
+  tools: Array<{ name: string; description: string }>;
+  prompts: Array<{ name: string; arguments: string[] }>;
+  compatibility: { runtimes: { node: string }; platforms: string[] };
+  user_config: Record<
+    string,
+    { type: string; title: string; required: boolean; sensitive?: boolean; default?: unknown }
+  >;
+}
+
+const out = mkdtempSync(join(tmpdir(), 'bundles-'));
+
+describe.each(serverNames())('the %s bundle', (server) => {
+  it('is a valid MCP Bundle: the official CLI validates, packs and unpacks it', async () => {
+    const file = await buildBundle(server, out);
+    const version = (
+      JSON.parse(readFileSync(join(ROOT, 'servers', server, 'package.json'), 'utf8')) as {
+        version: string;
+      }
+    ).version;
+    expect(file).toBe(join(out, `gatehouse-${server}-${version}.mcpb`));
+    const info = await must(MCPB, ['info', file]);
+    expect(info).toContain(`gatehouse-${server}`);
+    const dir = join(out, server);
+    await must(MCPB, ['unpack', file, dir]);
+    await must(MCPB, ['validate', join(dir, 'manifest.json')]);
+    expect(readdirSync(dir).sort()).toEqual(['manifest.json', 'node_modules', 'server']);
+  });
+
+  it('asks for what the server needs — secrets as sensitive (the keychain) — and runs from the unpacked bundle', async () => {
+    const dir = join(out, server);
+    const manifest = JSON.parse(readFileSync(join(dir, 'manifest.json'), 'utf8')) as Manifest;
+    expect(manifest).toMatchObject({
+      manifest_version: '0.3',
+      name: `gatehouse-${server}`,
+      server: { type: 'node', entry_point: 'server/index.js' },
+      compatibility: { runtimes: { node: '>=22.19.0' } },
+    });
+    const { mcp_config: config } = manifest.server;
+    expect(config.command).toBe('node');
+    expect(config.args).toEqual(['${__dirname}/server/index.js']);
+    // Every answer reaches the server, and every secret of the configuration is asked as one.
+    const { docs } = (await import(`@gatehouse/server-${server}`)) as {
+      docs: { schema: unknown; exampleEnv: Record<string, string> };
+    };
+    const { secretKeys } = (await import('@gatehouse/core/runtime')) as {
+      secretKeys: (schema: unknown) => string[];
+    };
+    const secrets = new Set(secretKeys(docs.schema));
+    for (const [name, template] of Object.entries(config.env)) {
+      const answer = /^\$\{user_config\.(\w+)\}$/.exec(template)?.[1];
+      expect(answer, `${name} comes from the user's answers`).toBeDefined();
+      expect(manifest.user_config[answer!], name).toBeDefined();
+      if (secrets.has(name)) expect(manifest.user_config[answer!]!.sensitive, name).toBe(true);
+    }
+    for (const name of Object.keys(docs.exampleEnv))
+      expect(config.env[name], `${name} is asked for`).toBeDefined();
+
+    // Started as Claude Desktop starts it: the answers (here: the test upstream's values), node,
+    // the entry point under the unpacked folder. The upstream's address (a loopback fake, a test
+    // database) is added to the environment: a user's bundle talks to the vendor's real one.
+    const up = await (
+      (await import(join(ROOT, 'servers', server, 'test/upstream.ts'))) as UpstreamModule
+    ).upstream();
+    try {
+      // Writes on: the listing is then every tool the manifest names.
+      const answers: Record<string, string> = { enable_writes: 'true' };
+      for (const [name, template] of Object.entries(config.env)) {
+        const answer = /^\$\{user_config\.(\w+)\}$/.exec(template)![1]!;
+        answers[answer] ??= up.env[name] ?? docs.exampleEnv[name] ?? '';
+      }
+      const env = Object.fromEntries(
+        Object.entries(config.env).map(([name, template]) => [
+          name,
+          template.replace(/\$\{user_config\.(\w+)\}/, (_m, k: string) => answers[k]!),
+        ]),
+      );
+      const connection = await connectStdio(
+        process.execPath,
+        config.args.map((a) => a.replace('${__dirname}', dir)),
+        { env: { ...up.env, ...env, PATH: process.env.PATH ?? '' } },
+      );
+      try {
+        const { tools } = await connection.client.listTools();
+        expect(tools.map((t) => t.name).sort()).toEqual(manifest.tools.map((t) => t.name).sort());
+        expect(tools.length).toBeGreaterThan(0);
+        const result = await connection.client.callTool(up.call);
+        expect(result.isError, resultText(result)).toBeFalsy();
+        expect(resultText(result)).toContain(up.expect);
+      } finally {
+        await connection.close();
+      }
+    } finally {
+      await up.close();
+    }
+  });
+});
