@@ -111,18 +111,20 @@ describe('throwaway clusters leave nothing behind', { timeout: 120_000 }, () => 
     }
   };
 
+  /** Whether the process `pid` is gone within 10 s. */
+  const stopped = async (pid: number) =>
+    !(await eventually(
+      () => running(pid),
+      (r) => !r,
+      10_000,
+    ));
+
   it('a process that exits without stopping its cluster: the cluster is stopped and its folder goes', async () => {
     const child = owner('exit');
     const { folder, pid } = await started(child);
     await once(child, 'exit');
     expect(existsSync(folder)).toBe(false);
-    expect(
-      await eventually(
-        () => running(pid),
-        (r) => !r,
-        10_000,
-      ),
-    ).toBe(false);
+    expect(await stopped(pid)).toBe(true);
   });
 
   it('a process killed outright (SIGKILL, or Ctrl-C with no handler): the next start sweeps its cluster', async () => {
@@ -135,13 +137,7 @@ describe('throwaway clusters leave nothing behind', { timeout: 120_000 }, () => 
     expect(running(pid)).toBe(true);
     expect(sweepStalePostgres(dirname(folder))).toEqual([folder]);
     expect(existsSync(folder)).toBe(false);
-    expect(
-      await eventually(
-        () => running(pid),
-        (r) => !r,
-        10_000,
-      ),
-    ).toBe(false);
+    expect(await stopped(pid)).toBe(true);
   });
 
   it('never sweeps a cluster whose owner still runs', () => {
