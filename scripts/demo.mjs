@@ -4,7 +4,8 @@
 // under npm's shell: a Ctrl-C, or a SIGINT or SIGTERM sent to npm (which passes it to this
 // process), reaches the demo's own handler, which stops what it started and removes what it wrote.
 // GATEHOUSE_DEMO_BUILD=0 skips the build (the tests run the built tree so).
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -34,5 +35,11 @@ if (process.env.GATEHOUSE_DEMO_BUILD !== '0') {
     );
     process.exit(signal === null ? (code ?? 1) : 130);
   }
+}
+// The workspace bins (gatehouse-audit, whose `npx gatehouse-audit verify …` line the demo prints)
+// are linked once they are built: `npm ci` cannot link a bin before it exists, and `npx` would
+// then ask the public registry for that name.
+if (!existsSync(join(ROOT, 'node_modules/.bin/gatehouse-audit'))) {
+  spawnSync('npm', ['rebuild', '--ignore-scripts', '--silent'], { cwd: ROOT, stdio: 'ignore' });
 }
 await import('../servers/postgres/demo/run.mjs');

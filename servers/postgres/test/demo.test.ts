@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { once } from 'node:events';
 import { chmodSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -91,6 +91,17 @@ describe('npm run demo', () => {
       const { child, output } = npmRunDemo(tmp);
       await eventually(output, (o) => moment.test(o) || child.exitCode !== null, 90_000);
       expect(output()).toMatch(moment);
+      if (expected === 0) {
+        // The verify line it prints runs as printed, with the bin linked in the checkout (npx
+        // never asks the registry: --no-install would fail rather than fetch).
+        const line = /^ {3}(npx gatehouse-audit verify .*)$/m.exec(output())![1]!;
+        const verify = spawnSync('sh', ['-c', line.replace(/^npx /, 'npx --no-install ')], {
+          cwd: ROOT,
+          encoding: 'utf8',
+        });
+        expect(verify.status, verify.stderr).toBe(0);
+        expect(verify.stdout).toMatch(/^intact: \d+ records/m);
+      }
       child.kill('SIGINT'); // to npm only, not its group: npm passes it on
       const [code] = (await once(child, 'exit')) as [number | null];
       expect(code, output()).toBe(expected);
