@@ -8,7 +8,9 @@
 // example configuration names — secrets marked sensitive, so Claude Desktop keeps them in the
 // OS keychain instead of a file — plus a switch for the write tools where it has any. Validated
 // with the official CLI (`mcpb validate`) and packed with it (`mcpb pack`).
-// Output: dist/bundles/gatehouse-<id>-<version>.mcpb (git-ignored). Needs `npm run build` first.
+// Output: dist/bundles/gatehouse-<id>-<version>.mcpb and, for a private MCP registry,
+// dist/bundles/registry/<id>/server.json (docker/registry.mjs; --bundle-url, --image-prefix and
+// --remote-url say where the bundles, images and a deployment are). Git-ignored. Needs a build.
 import { execFileSync } from 'node:child_process';
 import {
   cpSync,
@@ -23,12 +25,11 @@ import {
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { MIN_NODE, ROOT, serverSettings } from './server-settings.mjs';
 
-const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const MCPB = join(ROOT, 'node_modules/.bin/mcpb');
-const MIN_NODE = '22.19.0';
 const read = (path) => JSON.parse(readFileSync(path, 'utf8'));
 
 /** The package folder of `name` as resolved from `from`, and its manifest. */
@@ -86,30 +87,19 @@ const key = (variable) => variable.toLowerCase();
 
 /** The manifest of server `id`: what Claude Desktop shows, asks for and runs. */
 export async function bundleManifest(id) {
-  const dir = join(ROOT, 'servers', id);
-  const pkg = read(join(dir, 'package.json'));
-  const { docs } = await import(pkg.name);
-  const { describeConfig } = await import('@gatehouse/core/docs');
-  const { createLogger } = await import('@gatehouse/core/runtime');
-  const definition = docs.create(docs.schema.parse(docs.exampleEnv), {
-    logger: createLogger({ level: 'silent' }),
-  });
-  await definition.close?.();
-  const variables = new Map(describeConfig(docs.schema).map((v) => [v.name, v]));
+  const { pkg, definition, title, variables, writes } = await serverSettings(id);
   const userConfig = {};
   const env = {};
-  for (const name of Object.keys(docs.exampleEnv)) {
-    const v = variables.get(name);
-    userConfig[key(name)] = {
+  for (const v of variables) {
+    userConfig[key(v.name)] = {
       type: 'string',
-      title: name,
-      description: v?.description ?? name,
-      required: v?.default !== '(empty)',
-      ...(v?.secret ? { sensitive: true } : {}),
+      title: v.name,
+      description: v.description,
+      required: v.required,
+      ...(v.secret ? { sensitive: true } : {}),
     };
-    env[name] = `\${user_config.${key(name)}}`;
+    env[v.name] = `\${user_config.${key(v.name)}}`;
   }
-  const writes = definition.tools.some((t) => t.access === 'write');
   if (writes) {
     userConfig.enable_writes = {
       type: 'boolean',
@@ -121,11 +111,10 @@ export async function bundleManifest(id) {
     };
     env.GATEHOUSE_ENABLE_WRITES = '${user_config.enable_writes}';
   }
-  const title = `Gatehouse ${id.charAt(0).toUpperCase()}${id.slice(1)}`;
   return {
     manifest_version: '0.3',
     name: `gatehouse-${id}`,
-    display_name: definition.title ?? title,
+    display_name: title,
     version: pkg.version,
     description: pkg.description,
     long_description: definition.instructions,
@@ -186,8 +175,16 @@ export async function buildBundle(id, out) {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { out: { type: 'string', default: join(ROOT, 'dist/bundles') } },
+    options: {
+      out: { type: 'string', default: join(ROOT, 'dist/bundles') },
+      // Where the server.json files (docker/registry.mjs) say the bundles and images are.
+      'bundle-url': { type: 'string' },
+      'image-prefix': { type: 'string', default: 'localhost/' },
+      'remote-url': { type: 'string' },
+    },
   });
+  const { writeServerJson } = await import('../docker/registry.mjs');
+  const bundleUrl = values['bundle-url'] ?? pathToFileURL(`${values.out}/`).href;
   const ids =
     positionals.length > 0
       ? positionals
@@ -197,7 +194,17 @@ if (process.argv[1] === fileURLToPath(import.meta.url)) {
   try {
     for (const id of ids) {
       const file = await buildBundle(id, values.out);
-      process.stdout.write(`bundle: ${file}\n`);
+      const entry = await writeServerJson(
+        id,
+        {
+          bundle: file,
+          bundleUrl: bundleUrl.endsWith('/') ? bundleUrl : `${bundleUrl}/`,
+          imagePrefix: values['image-prefix'],
+          ...(values['remote-url'] ? { remoteUrl: values['remote-url'] } : {}),
+        },
+        join(values.out, 'registry'),
+      );
+      process.stdout.write(`bundle: ${file}\nserver.json: ${entry}\n`);
     }
   } catch (error) {
     process.stderr.write(`bundle: ${error.stderr?.toString() || error.message}\n`);

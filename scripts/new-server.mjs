@@ -26,7 +26,7 @@ export function scaffold(id, { title, port }) {
     name: `@gatehouse/server-${id}`,
     version: '0.1.0',
     private: true,
-    description: `Gatehouse ${title} MCP server: read the items of allowed projects, untrusted content sanitised and framed.`,
+    description: `Gatehouse ${title} MCP server: read the items of allowed projects, untrusted content framed.`,
     type: 'module',
     license: 'UNLICENSED',
     engines: { node: '>=22.19' },

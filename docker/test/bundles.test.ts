@@ -2,6 +2,7 @@
 // official mcpb CLI, unpacked as Claude Desktop unpacks them, and the server started from the
 // unpacked bundle exactly as its manifest says — node, the entry point, the env made from the
 // user's answers — answering through a real MCP client over stdio.
+import { createHash } from 'node:crypto';
 import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,7 +34,32 @@ interface Manifest {
   >;
 }
 
+const { writeServerJson, registryProblems } = (await import(join(ROOT, 'docker/registry.mjs'))) as {
+  writeServerJson: (id: string, options: Record<string, string>, out: string) => Promise<string>;
+  registryProblems: (doc: unknown) => string[];
+};
+
+interface ServerJson {
+  name: string;
+  version: string;
+  packages: Array<{
+    registryType: string;
+    identifier: string;
+    environmentVariables?: Array<{
+      name: string;
+      isSecret?: boolean;
+      value?: string;
+      default?: string;
+    }>;
+  }>;
+  remotes?: Array<{ url: string }>;
+  _meta: Record<string, Record<string, Array<{ name: string }>>>;
+}
+
 const out = mkdtempSync(join(tmpdir(), 'bundles-'));
+/** The manifest of a bundle the first test unpacked. */
+const manifestOf = (server: string) =>
+  JSON.parse(readFileSync(join(out, server, 'manifest.json'), 'utf8')) as Manifest;
 
 describe.each(serverNames())('the %s bundle', (server) => {
   it('is a valid MCP Bundle: the official CLI validates, packs and unpacks it', async () => {
@@ -118,5 +144,66 @@ describe.each(serverNames())('the %s bundle', (server) => {
     } finally {
       await up.close();
     }
+  });
+
+  it('has a server.json for a private MCP registry: valid, its bundle by SHA-256, its secrets marked, no example value', async () => {
+    const file = join(out, `gatehouse-${server}-${manifestOf(server).version}.mcpb`);
+    const written = await writeServerJson(
+      server,
+      {
+        bundle: file,
+        bundleUrl: 'https://artifacts.acme.example/gatehouse/',
+        imagePrefix: 'registry.acme.example/platform/',
+        remoteUrl: 'https://gatehouse.acme.example/{server}/mcp',
+      },
+      join(out, 'registry'),
+    );
+    expect(written).toBe(join(out, 'registry', server, 'server.json'));
+    const entry = JSON.parse(readFileSync(written, 'utf8')) as ServerJson;
+    expect(registryProblems(entry)).toEqual([]);
+    // The name is the image's label (docker/Dockerfile), with this server's id.
+    const label = /io\.modelcontextprotocol\.server\.name="([^"]+)"/.exec(
+      readFileSync(join(ROOT, 'docker/Dockerfile'), 'utf8'),
+    )?.[1];
+    expect(entry.name).toBe(label!.replace('${SERVER}', server));
+    const [bundle, image] = entry.packages;
+    expect(bundle).toMatchObject({
+      registryType: 'mcpb',
+      identifier: `https://artifacts.acme.example/gatehouse/gatehouse-${server}-${entry.version}.mcpb`,
+      fileSha256: createHash('sha256').update(readFileSync(file)).digest('hex'),
+    });
+    expect(image).toMatchObject({
+      registryType: 'oci',
+      identifier: `registry.acme.example/platform/gatehouse-${server}:${entry.version}`,
+      transport: { type: 'stdio' },
+    });
+    expect(entry.remotes?.[0]?.url).toBe(`https://gatehouse.acme.example/${server}/mcp`);
+    // Every variable the bundle asks for, secret exactly where the configuration says so, and not
+    // one example value (a placeholder token, a sample host) written into the entry.
+    const { docs } = (await import(`@gatehouse/server-${server}`)) as {
+      docs: { schema: unknown; exampleEnv: Record<string, string> };
+    };
+    const { secretKeys } = (await import('@gatehouse/core/runtime')) as {
+      secretKeys: (schema: unknown) => string[];
+    };
+    const secrets = new Set(secretKeys(docs.schema));
+    const variables = image!.environmentVariables!;
+    for (const name of Object.keys(docs.exampleEnv)) {
+      const variable = variables.find((v) => v.name === name);
+      expect(variable, `${name} is named`).toBeDefined();
+      expect(variable!.isSecret, name).toBe(secrets.has(name));
+    }
+    const given = variables.flatMap((v) => [v.value, v.default]).filter((v) => v !== undefined);
+    for (const value of Object.values(docs.exampleEnv)) expect(given).not.toContain(value);
+    expect(given.sort()).toEqual(
+      [
+        'stdio',
+        ...(variables.some((v) => v.name === 'GATEHOUSE_ENABLE_WRITES') ? ['false'] : []),
+      ].sort(),
+    );
+    // The tools it lists are the bundle's.
+    const provided = entry._meta['io.modelcontextprotocol.registry/publisher-provided']!;
+    const tools = provided['io.gatehouse/tools']!.map((t) => t.name);
+    expect(tools).toEqual(manifestOf(server).tools.map((t) => t.name));
   });
 });

@@ -273,6 +273,16 @@ export interface Container {
   stdout(): string;
   /** Runs a command inside the container's filesystem as its user. */
   exec(args: readonly string[]): Promise<{ code: number | null; stdout: string; stderr: string }>;
+  /**
+   * How to start another process of the image (its entry point) in this container's filesystem,
+   * as its user, with the image's environment and `env` on top (not this container's run env):
+   * for a client that spawns it itself, as a registry client runs `docker run -i`.
+   */
+  entrypoint(env: Record<string, string>): {
+    command: string;
+    args: string[];
+    env: Record<string, string>;
+  };
   waitForLog(predicate: (line: Record<string, unknown>) => boolean, ms?: number): Promise<void>;
   /** Sends a signal to the server; resolves with the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
@@ -308,10 +318,10 @@ export async function runContainer(
     await mount(['--bind', host], join(root, inside));
   }
   const [uid = '0', gid = uid] = (config.User || '0').split(':');
-  const environment: Record<string, string> = Object.fromEntries(
+  const imageEnv: Record<string, string> = Object.fromEntries(
     config.Env.map((kv) => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
   );
-  Object.assign(environment, env);
+  const environment = { ...imageEnv, ...env };
   const command = [...config.Entrypoint, ...(config.Cmd ?? [])];
   // A command in the container: its root, user, environment and working directory — entered by
   // the host's unshare (util-linux), so the image needs nothing of its own to start a process
@@ -392,6 +402,11 @@ export async function runContainer(
     stdout: () => stdout,
     // As a runtime's exec does: the container's user, environment and working directory.
     exec: (args) => sh(UNSHARE, inside(args), { env: environment }),
+    entrypoint: (extra) => ({
+      command: UNSHARE,
+      args: inside(command),
+      env: { ...imageEnv, ...extra },
+    }),
     waitForLog,
     stop: async (signal = 'SIGTERM') => {
       if (child.exitCode === null) process.kill(pid, signal);

@@ -6,7 +6,7 @@ import { chownSync, existsSync, mkdtempSync, readFileSync, readdirSync } from 'n
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { connectHttp, freePort } from '@gatehouse/testkit';
+import { connectHttp, connectStdio, freePort } from '@gatehouse/testkit';
 import type { ServerUpstream, UpstreamModule } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
@@ -48,6 +48,21 @@ const upstreams = Object.fromEntries(
 );
 
 const servers = serverNames();
+
+const { serverJson } = (await import(join(ROOT, 'docker/registry.mjs'))) as {
+  serverJson: (
+    id: string,
+    options: { imagePrefix: string },
+  ) => Promise<{
+    version: string;
+    packages: Array<{
+      registryType: string;
+      identifier: string;
+      transport: unknown;
+      environmentVariables: Array<{ name: string; value?: string }>;
+    }>;
+  }>;
+};
 
 /** The shared libraries node loads in an image: its ldd on x86-64 Debian 12, as copied in. */
 const NODE_LIBRARIES = [
@@ -329,6 +344,28 @@ describe.each(servers)('the %s image', (server) => {
         `mcp_server_operation_duration_seconds_count\\{[^}]*gen_ai_tool_name="${upstream.call.name}",outcome="ok"\\} 1`,
       ),
     );
+  });
+
+  it('runs as its server.json says a registry client runs it: stdio, with the variables it names', async () => {
+    const entry = await serverJson(server, { imagePrefix: 'localhost/' });
+    const image = entry.packages.find((p) => p.registryType === 'oci')!;
+    expect(image.identifier).toBe(`localhost/gatehouse-${server}:${entry.version}`);
+    expect(image.transport).toEqual({ type: 'stdio' });
+    // The values the entry fixes (the transport), and the user's answers for what it asks (here
+    // the test upstream's; its address too, which a user's real vendor does not need). Which
+    // variables it asks for, secret or not, bundles.test.ts checks against the configuration.
+    const fixed = Object.fromEntries(
+      image.environmentVariables.flatMap((v) => (v.value === undefined ? [] : [[v.name, v.value]])),
+    );
+    const run = container.entrypoint({ ...upstream.env, ...fixed });
+    const connection = await connectStdio(run.command, run.args, { env: run.env });
+    try {
+      const result = await connection.client.callTool(upstream.call);
+      expect(result.isError, JSON.stringify(result)).toBeFalsy();
+      expect(JSON.stringify(result.content)).toContain(upstream.expect);
+    } finally {
+      await connection.close();
+    }
   });
 
   it('drains on SIGTERM: exit 0, the audit chain closed on the volume and verifiable', async () => {
