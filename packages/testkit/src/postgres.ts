@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -166,7 +165,8 @@ export async function startPostgres(externalUrl?: string): Promise<TestPostgres>
     return { adminUrl: externalUrl, kind: 'external', stop: () => Promise.resolve() };
   }
   sweepStalePostgres();
-  const dir = await mkdtemp(join(tmpdir(), PREFIX));
+  // Synchronously, with its owner and its removal at exit: no signal can be handled in between.
+  const dir = mkdtempSync(join(tmpdir(), PREFIX));
   writeFileSync(join(dir, OWNER), String(process.pid));
   live.add(dir);
   if (!exitHook) {

@@ -7,8 +7,8 @@
 // database, the audit log and its signing key. GATEHOUSE_DEMO_ONESHOT=1 stops after the session
 // (the test suite runs it so).
 import { createHash, randomBytes } from 'node:crypto';
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +54,9 @@ process.on('SIGTERM', () => void shutdown(serving ? 0 : 143));
 
 try {
   section('1. An embedded PostgreSQL with a small company in it');
-  const work = await mkdtemp(join(tmpdir(), 'gatehouse-demo-'));
+  // Made synchronously: a signal is handled between two awaits, so none can come after the
+  // folder exists and before its removal is registered (with mkdtemp's await one could).
+  const work = mkdtempSync(join(tmpdir(), 'gatehouse-demo-'));
   cleanup.push(() => rm(work, { recursive: true, force: true }));
   // Whatever way the process ends, the signing key and the log do not stay behind.
   process.on('exit', () => rmSync(work, { recursive: true, force: true }));
