@@ -6,7 +6,7 @@
  */
 
 /** Bumped on any incompatible change of the record shape. */
-export const AUDIT_SCHEMA_VERSION = '1.1.0';
+export const AUDIT_SCHEMA_VERSION = '1.2.0';
 
 /** Why an attempt ended the way it did. */
 export type OutcomeReason =
@@ -109,7 +109,13 @@ export interface AuditRecord {
   };
   tool?: { name: string; definition_hash: string; access: 'read' | 'write'; read_only: boolean };
   target?: { resource: string };
-  args?: { shape: unknown; sha256: string; redacted?: unknown };
+  args?: {
+    shape: unknown;
+    sha256: string;
+    redacted?: unknown;
+    /** SHA-256 of each value a bound parameter took from the caller (never the value). */
+    bound?: Record<string, string>;
+  };
   result?: {
     bytes: number;
     items: number;

@@ -160,7 +160,12 @@ export const auditRecordSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['shape', 'sha256'],
-      properties: { shape: {}, sha256: hash, redacted: {} },
+      properties: {
+        shape: {},
+        sha256: hash,
+        redacted: {},
+        bound: { type: 'object', additionalProperties: hash },
+      },
     },
     result: {
       type: 'object',

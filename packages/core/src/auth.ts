@@ -8,7 +8,7 @@ import type {
 } from 'jose';
 import { getOAuthProtectedResourceMetadataUrl } from '@modelcontextprotocol/server';
 import type { BaseConfig } from './config.js';
-import { parseApiKeys } from './config.js';
+import { CLAIM_NAME, parseApiKeys } from './config.js';
 import type { Principal } from './principal.js';
 
 /** The result of authenticating one HTTP request. */
@@ -99,8 +99,26 @@ function principalOf(payload: JWTPayload, token: string): AuthOutcome {
       scopes,
       credentialId:
         typeof payload.jti === 'string' ? payload.jti : `sha256:${sha256Hex(token).slice(0, 16)}`,
+      claims: stringClaims(payload),
     },
   };
+}
+
+/**
+ * A verified token's string claims (`email`, `tenant`, `sub`…), for bound tool parameters: at
+ * most 64, names as CLAIM_NAME, values of printable characters up to 1 KiB. A claim that is not
+ * a string (a number, a list, an object) is left out: a parameter bound to it is refused, as it
+ * is when the claim is missing.
+ */
+function stringClaims(payload: JWTPayload): Readonly<Record<string, string>> {
+  const claims: Array<[string, string]> = [];
+  for (const [name, value] of Object.entries(payload).slice(0, 256)) {
+    if (claims.length === 64) break;
+    if (typeof value === 'string' && CLAIM_NAME.test(name) && /^[^\p{C}]{0,1024}$/u.test(value))
+      claims.push([name, value]);
+  }
+  // fromEntries defines own properties: a claim named __proto__ stays a claim.
+  return Object.freeze(Object.fromEntries(claims));
 }
 
 /**
@@ -165,6 +183,7 @@ export async function createAuthenticator(
         authMethod: 'api_key',
         scopes: match.scopes,
         credentialId: match.id,
+        ...(match.claims === undefined ? {} : { claims: Object.freeze({ ...match.claims }) }),
       },
     };
   };

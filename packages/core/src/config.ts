@@ -159,7 +159,7 @@ export const baseConfigShape = {
   GATEHOUSE_API_KEYS: secret(z.string().min(2))
     .optional()
     .describe(
-      'API keys as JSON: [{"id","sha256","principal","scopes":[…]}] (SHA-256 hex of each key, never the key).',
+      'API keys as JSON: [{"id","sha256","principal","scopes":[…],"claims":{…}}] (SHA-256 hex of each key, never the key; claims, optional: what bound tool parameters read of its holder).',
     ),
   GATEHOUSE_PUBLIC_URL: z
     .url({ protocol: /^https?$/ })
@@ -728,6 +728,9 @@ export function unknownVariables(
   return unknown;
 }
 
+/** A claim's name, in a token or an API key's `claims`. */
+export const CLAIM_NAME = /^[A-Za-z_][\w.:-]{0,63}$/;
+
 /** One configured API key: the SHA-256 of the key (hex), never the key. */
 export const ApiKeySchema = z.strictObject({
   id: z.string().regex(/^[\w.@:-]{1,64}$/, 'id: 1-64 characters of letters, digits and . _ @ : -'),
@@ -736,6 +739,15 @@ export const ApiKeySchema = z.strictObject({
     .regex(/^[0-9a-f]{64}$/, 'sha256: the hex SHA-256 of the key (64 lowercase hex digits)'),
   principal: z.string().min(1).max(128),
   scopes: z.array(z.string().min(1).max(128)).default([]),
+  /** What the key says of its holder (a customer id, a tenant, an e-mail): bound parameters read it. */
+  claims: z
+    .record(
+      z
+        .string()
+        .regex(CLAIM_NAME, 'claims: names of letters, digits and . _ : - (a letter or _ first)'),
+      z.string().max(1_024),
+    )
+    .optional(),
 });
 /** A configured API key. */
 export type ApiKey = z.output<typeof ApiKeySchema>;

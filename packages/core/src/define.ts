@@ -93,6 +93,8 @@ export interface ToolContext extends RequestContext {
   readonly dryRun: boolean;
   /** The result of a dry run: exactly what would be sent, and a one-line summary. */
   preview(wouldSend: unknown, summary: string): DryRunPreview;
+  /** The tool's bound parameters, resolved from the caller (empty for a tool without any). */
+  readonly bound: Readonly<Record<string, unknown>>;
 }
 
 /** What a write tool returns on a dry run. */
@@ -116,6 +118,19 @@ export type PlainToolResult = string | { content: ContentBlock[] };
 export type ToolHandlerResult<O> = [O] extends [z.ZodType]
   ? StructuredToolResult<z.output<O>> | InputRequiredResult | DryRunPreview
   : PlainToolResult | InputRequiredResult | DryRunPreview;
+
+/** A tool parameter whose value is the caller's (ToolDefinition `bound`). */
+export interface BoundParameter {
+  /** The name the handler reads it under (`ctx.bound[name]`). */
+  readonly name: string;
+  /** `principal` (the caller's id) or `claim:<name>` (a claim of its credential). */
+  readonly from: string;
+  /**
+   * The value as the handler takes it, or a throw when the caller's value does not fit (the
+   * call is then refused, naming the parameter, never echoing the value).
+   */
+  check?(value: string): unknown;
+}
 
 /** A tool as data plus a handler (docs/adding-a-server.md, ADR 0002). */
 export interface ToolDefinition<
@@ -156,6 +171,13 @@ export interface ToolDefinition<
    * content is evidence.
    */
   auditArgs?: 'shape' | 'redacted';
+  /**
+   * Parameters taken from the caller, never from the model: each resolved from the principal
+   * before the handler runs (`ctx.bound`), absent from the input schema, refused by name when a
+   * call sends it anyway (in any case or spelling of the name), and recorded as a SHA-256 in the
+   * audit record (`args.bound`).
+   */
+  bound?: readonly BoundParameter[];
   // Method syntax: a ToolDefinition<I, O> stays assignable to the erased ToolDefinition.
   handler(args: z.output<I>, ctx: ToolContext): Promise<ToolHandlerResult<O>>;
 }
@@ -324,6 +346,11 @@ export interface ServerDefinition {
   startup?: StartupCheck;
   /** Releases upstream resources (pools, clients) on shutdown. */
   close?: () => Promise<void>;
+  /**
+   * What the start record (`gatehouse/start`) says of the server beyond its configuration and
+   * tools: a file it read at start and its SHA-256, for instance. Secrets never go here.
+   */
+  startDetails?: Readonly<Record<string, unknown>>;
   /**
    * Called once the server runs, with the hooks a server uses to report to the operator and the
    * audit trail (e.g. a safety check overridden by configuration, possibly found later).

@@ -72,6 +72,8 @@ export interface ServerDocs {
   readonly create: (config: never, deps: { logger: Logger }) => ServerDefinition;
   /** Further generated regions of the README: marker → Markdown. */
   readonly regions?: () => Record<string, string>;
+  /** Whole generated files of the server's folder (a JSON Schema it documents): path → content. */
+  readonly files?: () => Record<string, string>;
 }
 
 /** A tool table from tool definitions: name, title, access, description, arguments. */

@@ -30,6 +30,7 @@ export {
 } from './define.js';
 export type {
   Access,
+  BoundParameter,
   CallBounds,
   Completer,
   DryRunPreview,

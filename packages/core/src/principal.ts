@@ -11,6 +11,12 @@ export interface Principal {
   readonly scopes: readonly string[];
   /** Id of the credential used (key id, token `jti`), never the credential. */
   readonly credentialId?: string;
+  /**
+   * What the credential says of the caller besides its id: a token's string claims (`email`, a
+   * tenant), an API key's configured `claims`. What bound tool parameters read (ToolDefinition
+   * `bound`); never taken from a request.
+   */
+  readonly claims?: Readonly<Record<string, string>>;
 }
 
 /**

@@ -542,6 +542,7 @@ function recordStart<S extends z.ZodObject>(
       tools,
       node: process.version,
       ...(url === undefined ? {} : { url }),
+      ...(definition.startDetails === undefined ? {} : { server: definition.startDetails }),
     }),
   );
   const securityOverride = (setting: string, details: Record<string, unknown>): void => {

@@ -23,6 +23,8 @@ export interface RecordSubject {
   readonly startedNs: bigint;
   readonly args?: unknown;
   readonly tool?: PreparedTool | undefined;
+  /** The values of the tool's bound parameters (ToolDefinition `bound`): kept as hashes only. */
+  readonly bound?: Readonly<Record<string, string>> | undefined;
 }
 
 /** Who asked and over what. */
@@ -136,6 +138,16 @@ export function buildAuditRecord(
       ? {}
       : {
           args: {
+            // The caller's values, never the values: a hash an investigator can match.
+            ...(subject.bound === undefined
+              ? {}
+              : {
+                  bound: Object.fromEntries(
+                    Object.entries(subject.bound)
+                      .sort(([a], [b]) => (a < b ? -1 : 1))
+                      .map(([name, value]) => [name, sha256(value)]),
+                  ),
+                }),
             ...(tool?.definition.auditArgs === 'redacted'
               ? { redacted: redactArgs(subject.args) }
               : {}),

@@ -131,6 +131,8 @@ export class Attempt implements RecordSubject {
   readonly startedAt = new Date().toISOString();
   readonly startedNs = process.hrtime.bigint();
   tool: PreparedTool | undefined;
+  /** The caller's values of the tool's bound parameters, once resolved (hashed in the record). */
+  bound: Readonly<Record<string, string>> | undefined;
   /** The request span and its stage spans (no-ops unless tracing is on). */
   readonly trace: RequestTrace;
 

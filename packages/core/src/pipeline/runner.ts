@@ -35,6 +35,8 @@ export interface Subject<A> {
   parse(): A;
   /** What the request acts on, as policy and audit see it; may throw a PolicyError. */
   targets(args: A): string | readonly string[] | undefined;
+  /** The caller's values of bound parameters (tools), which the record keeps as hashes. */
+  bound?(args: A): Readonly<Record<string, string>> | undefined;
 }
 
 /** What the handler stage hands the adapter's `run`. */
@@ -137,6 +139,7 @@ export async function runRequest<A, R, Answer>(
     const unavailable = auditRefusal(connection, subject.access);
     if (unavailable !== undefined) throw new Refusal('audit_unavailable', unavailable, decision);
     const args = subject.parse();
+    attempt.bound = subject.bound?.(args);
     const targets = targetList(subject.targets(args));
     if (targets.length > 0) outcome.target = targets.join(' ');
     for (const target of targets) {

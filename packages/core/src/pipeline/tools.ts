@@ -14,11 +14,14 @@ import { paginate } from '../pagination.js';
 import { sanitizeDeep, sanitizeText } from '../sanitize.js';
 import { confirmWrite } from './confirm.js';
 import type { Connection } from './connection.js';
+import { refuseBoundArguments, resolveBound } from './bound.js';
 import { Refusal, unknownName } from './failures.js';
 import type { PreparedTool } from './prepare.js';
 import { shapeToolResult } from './results.js';
 import { runRequest } from './runner.js';
 import type { Adapter, Call } from './runner.js';
+
+const NONE: Readonly<Record<string, unknown>> = Object.freeze({});
 
 export function registerTools(connection: Connection, pageSize: number): void {
   const { server } = connection;
@@ -36,7 +39,13 @@ export function registerTools(connection: Connection, pageSize: number): void {
   });
 }
 
-type Args = { args: Record<string, unknown>; dryRun: boolean };
+type Args = {
+  args: Record<string, unknown>;
+  dryRun: boolean;
+  /** The bound parameters: as the handler takes them, and as read (hashed in the record). */
+  bound: Readonly<Record<string, unknown>>;
+  boundRaw?: Readonly<Record<string, string>>;
+};
 
 /** tools/call as the runner sees it: refusals and failures answer as tool errors. */
 function toolCall(
@@ -65,14 +74,20 @@ function toolCall(
         deadlineMs: tool.deadlineMs ?? runtime.toolTimeoutMs,
         visible: () => connection.visible(prepared),
         parse: () => {
+          const bound = tool.bound ?? [];
+          // Before the schema, whose "unknown key" would not say why: a bound name is the caller's.
+          if (bound.length > 0) refuseBoundArguments(tool.name, bound, given);
           const parsed = prepared.input.safeParse(given);
           if (!parsed.success) {
             const text = `Invalid arguments for ${tool.name}:\n${z.prettifyError(parsed.error)}`;
             throw new Refusal('invalid_params', text);
           }
           const { dry_run: dryRun, ...args } = parsed.data as { dry_run?: boolean };
-          return { args, dryRun: dryRun === true };
+          if (bound.length === 0) return { args, dryRun: dryRun === true, bound: NONE };
+          const { raw, values } = resolveBound(tool.name, bound, connection.principal);
+          return { args, dryRun: dryRun === true, bound: values, boundRaw: raw };
         },
+        bound: ({ boundRaw }) => boundRaw,
         targets: ({ args }) => tool.target?.(args),
       };
     },
@@ -85,8 +100,8 @@ function toolCall(
       const gate = await confirmWrite(connection, sctx, tool, args, decision);
       return gate === undefined ? undefined : { ...gate, answer: gate.result };
     },
-    run: (subject, { args, dryRun }, call) =>
-      runHandler(connection, sctx, call, subject.tool!, args, dryRun),
+    run: (subject, { args, dryRun, bound }, call) =>
+      runHandler(connection, sctx, call, subject.tool!, args, dryRun, bound),
     shape: (subject, result, { dryRun }, flags) => {
       const prepared = subject.tool!;
       const budget =
@@ -115,6 +130,7 @@ async function runHandler(
   prepared: PreparedTool,
   args: Record<string, unknown>,
   dryRun: boolean,
+  bound: Readonly<Record<string, unknown>>,
 ): ReturnType<ToolDefinition['handler']> {
   const tool = prepared.definition;
   const progressToken = sctx.mcpReq._meta?.progressToken;
@@ -126,6 +142,7 @@ async function runHandler(
       connection.contextFor(sctx, attempt.eventId, signal, deadline),
       {
         dryRun,
+        bound,
         preview: (wouldSend: unknown, summary: string): DryRunPreview => ({
           dryRun: true,
           summary,
