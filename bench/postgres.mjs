@@ -3,7 +3,8 @@
 //   node bench/postgres.mjs   (after a build; `npm run bench:postgres` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per query and server,
 // default 300), GATEHOUSE_TEST_PG_URL (an external server instead of an embedded one).
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -105,6 +106,39 @@ const sample = await servers.gatehouse.call(connections.gatehouse.client, QUERIE
 if (rowsBack(sample) !== 1000) throw new Error(`expected 1000 rows, got ${rowsBack(sample)}`);
 for (const connection of Object.values(connections)) await connection.close();
 
+progress('curated vs free SQL…');
+// 2b. A curated query (POSTGRES_QUERIES_FILE) against postgres_query with the same SQL and the
+//     same value, on one warm connection, interleaved: what the curated road costs over free SQL.
+const CURATED_SQL = 'SELECT id, name, country FROM customers WHERE id = $1';
+const queriesFile = join(mkdtempSync(join(tmpdir(), 'bench-queries-')), 'queries.yaml');
+writeFileSync(
+  queriesFile,
+  `queries:\n  - name: customer_by_id\n    title: A customer\n    description: One customer by id.\n    parameters:\n      - { name: id, type: integer, minimum: 1, description: The id. }\n    sql: ${CURATED_SQL}\n`,
+);
+const curatedConnection = await servers.gatehouse.connect({
+  ...oursEnv,
+  POSTGRES_QUERIES_FILE: queriesFile,
+});
+const curated = { curated: [], free: [] };
+for (let i = 0; i < CALLS + 20; i++) {
+  let start = now();
+  check(
+    await curatedConnection.client.callTool({ name: 'customer_by_id', arguments: { id: 42 } }),
+    'curated',
+  );
+  if (i >= 20) curated.curated.push(now() - start);
+  start = now();
+  check(
+    await curatedConnection.client.callTool({
+      name: 'postgres_query',
+      arguments: { sql: CURATED_SQL, params: [42] },
+    }),
+    'free',
+  );
+  if (i >= 20) curated.free.push(now() - start);
+}
+await curatedConnection.close();
+
 progress('query path vs raw pg…');
 // 3. Our query path (parse, policy, read-only transaction, cursor, caps) against raw pg, in
 //    process, on the same pool size and role: the overhead of the guarantees themselves.
@@ -205,6 +239,8 @@ const lines = [
       `  ${label.padEnd(10)} gatehouse median ${ms(median(l.gatehouse))} p99 ${ms(p99(l.gatehouse))} | reference median ${ms(median(l.reference))} p99 ${ms(p99(l.reference))} | ratio ${(median(l.gatehouse) / median(l.reference)).toFixed(2)} | response ${l.bytes.gatehouse} vs ${l.bytes.reference} bytes`,
   ),
   '',
+  `curated query vs postgres_query with the same SQL and value (${CALLS} each, interleaved): curated median ${ms(median(curated.curated))} | free median ${ms(median(curated.free))} | ratio ${(median(curated.curated) / median(curated.free)).toFixed(2)}`,
+  '',
   `query path in process vs raw pg.query (${CALLS} each, interleaved):`,
   ...Object.entries(path).map(
     ([label, p]) =>
@@ -221,5 +257,5 @@ console.log(lines.join('\n'));
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(
   new URL('./results/postgres.json', import.meta.url),
-  JSON.stringify({ cold, latency, path, memory }, null, 1),
+  JSON.stringify({ cold, latency, curated, path, memory }, null, 1),
 );

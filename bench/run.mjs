@@ -75,6 +75,12 @@ for (const size of ['1 row', '1 000 rows']) {
   timed(warm, gatehouse, reference, '≤ 1.0×');
 }
 timed(
+  'Postgres curated query (POSTGRES_QUERIES_FILE) vs postgres_query with the same SQL and value, warm over stdio',
+  pg.curated.curated,
+  pg.curated.free,
+  '≤ 1.05×',
+);
+timed(
   'cold start to the first answer over stdio vs server-postgres 0.6.2',
   pg.cold.gatehouse,
   pg.cold.reference,

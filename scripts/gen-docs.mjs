@@ -64,6 +64,9 @@ for (const dir of readdirSync(serversDir).sort()) {
   for (const [marker, body] of Object.entries(docs.regions?.() ?? {})) {
     regions.push({ file: readme, marker, body });
   }
+  for (const [path, body] of Object.entries(docs.files?.() ?? {})) {
+    wholeFiles.push({ file: new URL(`${dir}/${path}`, serversDir), body });
+  }
 }
 
 let stale = 0;

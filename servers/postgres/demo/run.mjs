@@ -89,6 +89,8 @@ try {
         sha256: createHash('sha256').update(apiKey).digest('hex'),
         principal: 'demo-analyst',
         scopes: ['*'],
+        // What the key says of its holder: the customer the curated my_orders answers for.
+        claims: { customer_id: '17' },
       },
     ]),
     { mode: 0o600 },
@@ -97,6 +99,7 @@ try {
     PATH: process.env.PATH ?? '',
     POSTGRES_URL: roUrl.toString(),
     POSTGRES_MASK_COLUMNS: '*.email,employees.national_id',
+    POSTGRES_QUERIES_FILE: here('queries.yaml'),
     GATEHOUSE_TRANSPORT: 'http',
     GATEHOUSE_PORT: port,
     GATEHOUSE_AUTH: 'api_key',
@@ -117,7 +120,7 @@ try {
   }
   cleanup.push(() => server.stop());
   console.log(
-    `   Listening on ${bold(server.url.href)} (read-only role, masking on, API key required, audit signed)`,
+    `   Listening on ${bold(server.url.href)} (read-only role, masking on, curated queries, API key required, audit signed)`,
   );
 
   section('3. A scripted session with a real MCP client (API key of principal demo-analyst)');
@@ -137,6 +140,14 @@ try {
     console.log(indent(result.isError ? `✗ ${text}` : text));
     return result;
   };
+  await call(
+    'customer_orders',
+    { customer_id: 42, status: 'paid' },
+    'a curated query (demo/queries.yaml)',
+  );
+  await call('my_orders', {}, "bound to the API key's customer_id claim (17)");
+  await call('my_orders', { customer_id: 3 }, "someone else's orders");
+  await call('customer_orders', { customer_id: '1 OR 1=1' }, 'a value that is SQL');
   await call('postgres_describe_table', { table: 'orders' });
   await call('postgres_query', {
     sql: `SELECT c.country, count(*) AS orders, sum(o.total) AS revenue

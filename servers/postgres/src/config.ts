@@ -122,6 +122,18 @@ export const PostgresConfigSchema = defineConfig(
       .describe(
         'Keep the SQL text and params of each query in its audit record (default: their shape and SHA-256 only, as literals can hold personal data).',
       ),
+    POSTGRES_QUERIES_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A YAML file of curated queries, each a tool the model can only fill in (queries.schema.json; the README, "Curated queries"). Read at start: a change takes effect on restart.',
+      ),
+    POSTGRES_FREE_SQL: envBoolean
+      .default(true)
+      .describe(
+        'Offer free SQL (postgres_query, postgres_explain and the prompts that write SQL). false: the curated queries and the schema tools and resources are all the model gets.',
+      ),
     POSTGRES_CATALOG_TTL_MS: envInt(0, 3_600_000)
       .default(60_000)
       .describe(

@@ -10,6 +10,10 @@ export interface PostgresDeps {
   readonly sql: SqlService;
   /** `pg:<database>/<schema>` of each allowed schema (the targets policy and audit see). */
   readonly targets: readonly string[];
+  /** Whether free SQL is offered (POSTGRES_FREE_SQL): the query and explain tools and prompts. */
+  readonly freeSql: boolean;
+  /** The names of the curated query tools (POSTGRES_QUERIES_FILE), in the file's order. */
+  readonly curated: readonly string[];
 }
 
 /** Refuses a schema outside POSTGRES_SCHEMAS (audited as denied, rule schema_allow_list). */

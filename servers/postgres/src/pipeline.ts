@@ -67,7 +67,7 @@ export class ReadOnlyStatement implements Submittable {
 
   submit(connection: Connection): void {
     const wire = connection as unknown as Wire;
-    const values = this.params.map((v) => (v === null ? null : String(v)));
+    const values = this.params.map(paramText);
     // The fixed statements are parsed and planned once per connection, then only bound.
     const prepared = PREPARED.get(connection);
     const run = (
@@ -157,8 +157,22 @@ export class ReadOnlyStatement implements Submittable {
   }
 }
 
-/** A parameter value of a statement (`$1`, `$2`, …), sent as text. */
-export type QueryParam = string | number | boolean | null;
+/** A parameter value of a statement (`$1`, `$2`, …), sent as text; a list as an array literal. */
+export type QueryParam =
+  string | number | boolean | null | ReadonlyArray<string | number | boolean | null>;
+
+/**
+ * A value as the text PostgreSQL reads for it: a list becomes a one-dimensional array literal,
+ * every element quoted (backslash and double quote escaped), NULL unquoted — `{"a","b\\"c",NULL}`.
+ */
+export function paramText(value: QueryParam): string | null {
+  if (value === null) return null;
+  if (!Array.isArray(value)) return String(value);
+  const items = (value as ReadonlyArray<string | number | boolean | null>).map((v) =>
+    v === null ? 'NULL' : `"${String(v).replace(/[\\"]/g, (c) => `\\${c}`)}"`,
+  );
+  return `{${items.join(',')}}`;
+}
 
 /** Connections whose fixed statements are prepared (a failure destroys the connection). */
 const PREPARED = new WeakMap<Connection, Set<string>>();

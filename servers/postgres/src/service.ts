@@ -236,6 +236,7 @@ export class SqlService {
     sql: string,
     params: readonly QueryParam[],
     maxRows: number,
+    maxBytes: number = this.config.POSTGRES_MAX_BYTES,
   ): Promise<QueryOutput & { durationMs: number }> {
     const analysis = await this.check(sql);
     const started = performance.now();
@@ -247,7 +248,7 @@ export class SqlService {
         params,
         sessionCheck: !verdict.sessionSafe,
         rows: new CappedRows(
-          { maxRows, maxBytes: this.config.POSTGRES_MAX_BYTES },
+          { maxRows, maxBytes },
           // An EXPLAIN answers with the plan's lines, not the query's columns.
           analysis.kind === 'explain' ? NO_MASK : verdict.mask,
         ),

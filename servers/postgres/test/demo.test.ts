@@ -52,6 +52,9 @@ describe('npm run demo', () => {
       for (const expected of [
         'database "company": {"customers":200,"orders":2000,"products":50,"employees":40}',
         'postgres_query: Run a read-only SQL query',
+        'my_orders: My orders',
+        '✗ Invalid arguments for my_orders: customer_id is taken from the caller (its customer_id claim) and cannot be given',
+        '✗ Invalid arguments for customer_orders:',
         'fk (customer_id) → public.customers(id)',
         '1 | Employee 1 | CEO | [masked] | [masked]',
         '✗ Refused by the read-only SQL policy (rule masked_column): nid is masked (public.employees.national_id) and is used in WHERE',

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { loadConfig } from '@gatehouse/core';
 import { createTestHarness } from '@gatehouse/core/testing';
-import type { Logger } from '@gatehouse/core';
+import type { Logger, Principal } from '@gatehouse/core';
 import type { AuditRecord } from '@gatehouse/audit';
 import { connectInMemory } from '@gatehouse/testkit';
 import type { Connection, Era } from '@gatehouse/testkit';
@@ -141,7 +141,7 @@ export interface PostgresHarness extends Connection {
 /** Starts the Postgres server (role check included) and connects a client in memory. */
 export async function connectPostgres(
   env: Record<string, string>,
-  options: { era?: Era; verify?: boolean } = {},
+  options: { era?: Era; verify?: boolean; principal?: Principal; startup?: boolean } = {},
 ): Promise<PostgresHarness> {
   const config = loadConfig(PostgresConfigSchema, {
     GATEHOUSE_PRINCIPAL: 'tester',
@@ -153,8 +153,15 @@ export async function connectPostgres(
   const harness = createTestHarness(config);
   const { logger } = harness;
   const definition = createPostgresServer(config, { logger });
-  if (options.verify !== false) await definition.db.verify();
-  const connection = await connectInMemory(harness.factory(definition), {
+  // The start-up check as the runner runs it (role check, curated queries), or the role check.
+  if (options.startup === true) await definition.startup!.check();
+  else if (options.verify !== false) await definition.db.verify();
+  const principal = options.principal;
+  const factory = harness.factory(
+    definition,
+    principal === undefined ? {} : { principal: () => principal },
+  );
+  const connection = await connectInMemory(factory, {
     era: options.era ?? 'legacy',
   });
   return {

@@ -43,8 +43,12 @@ ${listing || '(none visible to this server)'}
 Use postgres_describe_table on the central tables to learn their columns, keys and foreign keys, then:
 1. Summarise what each group of tables represents and how they relate (draw the main foreign-key paths).
 2. Point out columns that are masked, tables that are large, and anything that looks unusual.
-3. Suggest five concrete business questions this schema can answer, each with the read-only SQL (postgres_query) that would answer it.
-Prefer aggregates over fetching raw rows; results are capped at ${deps.config.POSTGRES_MAX_ROWS} rows.`,
+${
+  deps.freeSql
+    ? `3. Suggest five concrete business questions this schema can answer, each with the read-only SQL (postgres_query) that would answer it.
+Prefer aggregates over fetching raw rows; results are capped at ${deps.config.POSTGRES_MAX_ROWS} rows.`
+    : `3. Say which questions the approved queries of this server answer (${deps.curated.join(', ') || 'none are configured'}) — they are the only way to read rows here; free SQL is off.`
+}`,
             },
           },
         ],

@@ -1,4 +1,5 @@
 import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
+import type { ToolContext } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
 import type { QueryOutput } from '../execute.js';
@@ -68,6 +69,33 @@ function summary(output: QueryOutput & { durationMs: number }, maxRows: number, 
   return `${count} in ${output.durationMs} ms${cut}${values}`;
 }
 
+/**
+ * The answer to a query, as postgres_query and every curated query give it: columns and rows,
+ * the caps applied and whether they cut, and the rows framed as untrusted data for the model.
+ */
+export function queryAnswer(
+  output: QueryOutput & { durationMs: number },
+  caps: { maxRows: number; maxBytes: number },
+  ctx: ToolContext,
+  deps: PostgresDeps,
+) {
+  const structured = {
+    columns: output.columns,
+    rows: output.rows,
+    row_count: output.rowCount,
+    truncated: output.truncated,
+    ...(output.truncatedBy === undefined ? {} : { truncated_by: output.truncatedBy }),
+    max_rows: caps.maxRows,
+    max_bytes: caps.maxBytes,
+    values_cut: output.valuesCut,
+    duration_ms: output.durationMs,
+  };
+  return {
+    structured,
+    text: `${summary(output, caps.maxRows, caps.maxBytes)}\n${ctx.untrusted(rowsText(output), `postgres rows (${deps.db.database})`)}`,
+  };
+}
+
 /** `postgres_query`: one read-only SELECT under every layer of the guard. */
 export function queryTool(deps: PostgresDeps) {
   const { config } = deps;
@@ -106,21 +134,7 @@ export function queryTool(deps: PostgresDeps) {
     async handler(args, ctx) {
       const maxRows = args.max_rows ?? config.POSTGRES_MAX_ROWS;
       const output = await deps.sql.query(ctx, args.sql, args.params ?? [], maxRows);
-      const structured = {
-        columns: output.columns,
-        rows: output.rows,
-        row_count: output.rowCount,
-        truncated: output.truncated,
-        ...(output.truncatedBy === undefined ? {} : { truncated_by: output.truncatedBy }),
-        max_rows: maxRows,
-        max_bytes: config.POSTGRES_MAX_BYTES,
-        values_cut: output.valuesCut,
-        duration_ms: output.durationMs,
-      };
-      return {
-        structured,
-        text: `${summary(output, maxRows, config.POSTGRES_MAX_BYTES)}\n${ctx.untrusted(rowsText(output), `postgres rows (${deps.db.database})`)}`,
-      };
+      return queryAnswer(output, { maxRows, maxBytes: config.POSTGRES_MAX_BYTES }, ctx, deps);
     },
   });
 }
