@@ -28,6 +28,16 @@ function queriesFile(extra: unknown[] = [], name = 'queries.yaml'): string {
   return file;
 }
 
+/** The curated tools of the file the tests use, in its order: the demo's, then TEST_ENTRIES. */
+const CURATED = [
+  'customer_orders',
+  'my_orders',
+  'revenue_by_country',
+  'customer_by_name',
+  'customer_contact',
+  'tenant_echo',
+];
+
 const TEST_ENTRIES = [
   {
     name: 'customer_by_name',
@@ -114,14 +124,7 @@ const truth = async (sql: string, values: unknown[]) =>
 describe('the listing', () => {
   it('lists the curated tools first, each with only the parameters the model fills in', async () => {
     const { tools } = await h.client.listTools();
-    expect(tools.slice(0, 6).map((t) => t.name)).toEqual([
-      'customer_orders',
-      'my_orders',
-      'revenue_by_country',
-      'customer_by_name',
-      'customer_contact',
-      'tenant_echo',
-    ]);
+    expect(tools.slice(0, 6).map((t) => t.name)).toEqual(CURATED);
     expect(tools.slice(6).map((t) => t.name)).toEqual([
       'postgres_query',
       'postgres_list_tables',
@@ -488,12 +491,7 @@ describe('free SQL off', () => {
   it('lists the curated tools and the schema tools, and only the prompt that writes no SQL', async () => {
     const { tools } = await off.client.listTools();
     expect(tools.map((t) => t.name)).toEqual([
-      'customer_orders',
-      'my_orders',
-      'revenue_by_country',
-      'customer_by_name',
-      'customer_contact',
-      'tenant_echo',
+      ...CURATED,
       'postgres_list_tables',
       'postgres_describe_table',
     ]);
@@ -595,14 +593,7 @@ describe('the built server', () => {
         curated_queries: {
           file,
           sha256: createHash('sha256').update(readFileSync(file)).digest('hex'),
-          tools: [
-            'customer_orders',
-            'my_orders',
-            'revenue_by_country',
-            'customer_by_name',
-            'customer_contact',
-            'tenant_echo',
-          ],
+          tools: CURATED,
         },
       });
     } finally {
