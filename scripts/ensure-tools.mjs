@@ -2,7 +2,7 @@
 // The machine tools the test suite drives, installed when missing so `npm test` passes on a
 // fresh machine: Chromium (the audit report's browser test), redis-server (the replica tests),
 // buildah and podman (the image tests build and inspect the images), skopeo and GnuPG (they sign
-// and verify them). Debian packages, installed
+// and verify them), rsyslog (the audit witness receives checkpoints). Debian packages, installed
 // with apt-get when this runs as root; otherwise the command to run is printed and the test
 // command stops here. kubectl (the Kustomize render tests) comes with the machine image.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -15,6 +15,7 @@ const needed = [
   { command: 'unshare', pkg: 'util-linux', for: 'running the images as PID 1' },
   { command: 'skopeo', pkg: 'skopeo', for: 'signing and verifying the images' },
   { command: 'gpg', pkg: 'gnupg', for: 'the key the images are signed with' },
+  { command: 'rsyslogd', pkg: 'rsyslog', for: 'the audit witness tests (a real syslog receiver)' },
 ];
 const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
 const missing = needed.filter((t) => !has(t.command));

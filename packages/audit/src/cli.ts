@@ -12,11 +12,12 @@ import { forTerminal, jsonForTerminal } from './neutral.js';
 import { readLines } from './read.js';
 import { CALLS, ReportBuilder } from './report.js';
 import { loadPublicKeys, verifyLines } from './verify.js';
+import { readWitness } from './witness.js';
 import type { VerifyReport } from './verify.js';
 
 const USAGE = `gatehouse-audit — read, check and review Gatehouse audit logs
 
-  gatehouse-audit verify [--key PUBLIC.pem]... [--allow-open-tail] [--json] FILE...|-
+  gatehouse-audit verify [--key PUBLIC.pem]... [--witness FILE]... [--allow-open-tail] [--json] FILE...|-
   gatehouse-audit query  [filters] [--format table|json] [--limit N] FILE...|-
   gatehouse-audit export --format jsonl|csv|ocsf [filters] FILE...|-
   gatehouse-audit report --out REPORT.html [--key PUBLIC.pem]... [--allow-open-tail] [--title T] [filters] FILE...|-
@@ -25,6 +26,8 @@ const USAGE = `gatehouse-audit — read, check and review Gatehouse audit logs
 Filters: --from T --to T (ISO 8601, or 30m/24h/7d ago), --principal ID, --tool NAME,
          --server NAME, --outcome success|failure|<reason>, --target PATTERN (* wildcard),
          --action METHOD, --all (include lifecycle and checkpoint records)
+--witness: the checkpoints a syslog server or OpenTelemetry collector received (its files, as
+written); the log must hold every position they name with the same hash.
 Files are read as streams in chain order (rotated files may be given in any order).
 verify and report exit 0 when intact, 1 when damaged, 2 on a usage or read error.
 report always shows lifecycle and security events (start, stop, crash, refused starts,
@@ -32,6 +35,7 @@ security overrides); a damaged log is reported whole, with the damage marked whe
 
 const options = {
   key: { type: 'string', multiple: true },
+  witness: { type: 'string', multiple: true },
   'allow-open-tail': { type: 'boolean' },
   json: { type: 'boolean' },
   format: { type: 'string' },
@@ -99,6 +103,26 @@ function verdict(report: VerifyReport): string[] {
       ? []
       : [`note: the input starts mid-chain at seq ${report.startsAtSeq}`]),
     ...(report.foreignLines > 0 ? [`note: ${report.foreignLines} non-audit line(s) skipped`] : []),
+    ...witnessLines(report),
+  ];
+}
+
+/** What the witness's copy showed: matched checkpoints, and what it could not vouch for. */
+function witnessLines(report: VerifyReport): string[] {
+  const w = report.witness;
+  if (w === undefined) return [];
+  return [
+    `witness: ${w.matched} of ${w.checkpoints} witnessed checkpoint(s) of these streams match the log${w.before > 0 ? ` (${w.before} before the files given)` : ''}${w.otherStreams > 0 ? `; ${w.otherStreams} of other streams` : ''}`,
+    ...(w.checkpoints === 0
+      ? [
+          'warning: the witness holds no checkpoint of these streams: nothing left the host to compare with',
+        ]
+      : []),
+    ...(w.forged.length > 0
+      ? [
+          `warning: ${w.forged.length} witness entr${w.forged.length === 1 ? 'y is' : 'ies are'} not a genuine checkpoint (${w.forged.slice(0, 3).join(', ')}${w.forged.length > 3 ? ', …' : ''})`,
+        ]
+      : []),
   ];
 }
 
@@ -164,6 +188,7 @@ export async function main(
       const report = await verifyLines(readLines(positionals), {
         keys,
         allowOpenTail: values['allow-open-tail'] === true,
+        ...(values.witness === undefined ? {} : { witness: readWitness(values.witness, keys) }),
       });
       await write(
         out,

@@ -34,4 +34,6 @@ export type { Damage, DamageKind, VerifyOptions, VerifyReport } from './verify.j
 export { memoryAudit } from './memory.js';
 export type { MemoryAudit } from './memory.js';
 export { AuditLog, findChainEnd } from './writer.js';
-export type { AuditLogOptions, ChainPosition } from './writer.js';
+export type { AuditLogOptions, ChainPosition, CheckpointWitness } from './writer.js';
+export { readWitness } from './witness.js';
+export type { WitnessCopy, WitnessReport, WitnessedCheckpoint } from './witness.js';

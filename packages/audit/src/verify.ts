@@ -4,6 +4,8 @@ import { readFileSync } from 'node:fs';
 import { checkpointPayload, keyIdOf, recordHash, verifyCheckpoint } from './chain.js';
 import type { Line } from './read.js';
 import type { AuditRecord } from './record.js';
+import { WitnessCheck } from './witness.js';
+import type { WitnessCopy, WitnessReport } from './witness.js';
 
 /** The kinds of damage `verify` tells apart. */
 export type DamageKind =
@@ -12,6 +14,7 @@ export type DamageKind =
   | 'inserted'
   | 'reordered'
   | 'truncated'
+  | 'rewritten'
   | 'bad_signature'
   | 'untrusted_key'
   | 'unsigned_checkpoint';
@@ -51,6 +54,8 @@ export interface VerifyReport {
   startsAtSeq?: number;
   first: { time: string; seq: number } | undefined;
   last: { time: string; seq: number } | undefined;
+  /** What the witness's copy of the checkpoints showed (with `witness`). */
+  witness?: WitnessReport;
   damage?: Damage;
 }
 
@@ -68,6 +73,11 @@ export interface VerifyOptions {
    */
   continueAfterDamage?: boolean;
   onDamage?: (damage: Damage) => void;
+  /**
+   * A witness's copy of the checkpoints (`readWitness`): every position it names must be in the
+   * log with the same hash — a log rewritten and re-signed on its host is found here.
+   */
+  witness?: WitnessCopy;
 }
 
 /** Loads trusted public keys (PEM files) keyed by their key id. */
@@ -197,6 +207,7 @@ export async function verifyLines(
 
   let signedSeq: number | undefined;
   let recordsAfterSigned = 0;
+  const witness = options.witness === undefined ? undefined : new WitnessCheck(options.witness);
 
   for (;;) {
     await fill();
@@ -233,6 +244,7 @@ export async function verifyLines(
     report.records++;
     report.first ??= { time: record['@timestamp'], seq };
     report.last = { time: record['@timestamp'], seq };
+    witness?.see(record, item.file, item.line);
     options.onRecord?.(record);
     prev = item;
   }
@@ -240,10 +252,20 @@ export async function verifyLines(
   if (signedSeq !== undefined) {
     report.lastSigned = { seq: signedSeq, unsignedAfter: recordsAfterSigned };
   }
+  const witnessDamage = settleWitness(witness, report); // after the chain's own damage
   if (!report.intact) return report;
+  if (witnessDamage !== undefined) return fail(witnessDamage);
   report.openTail = sinceCheckpoint;
   if (prev !== undefined && !closed && !options.allowOpenTail) return fail(notClosed(prev));
   return report;
+}
+
+/** The witness's part of the report, and its damage: a sound chain held to what left the host. */
+function settleWitness(check: WitnessCheck | undefined, report: VerifyReport): Damage | undefined {
+  if (check === undefined) return undefined;
+  const { report: witnessed, damage } = check.finish();
+  report.witness = witnessed;
+  return damage;
 }
 
 /** Names the damage at a broken link by looking at the records that follow. */

@@ -30,6 +30,24 @@ export interface AuditLogOptions {
    * core passes its secret scrubber, so no record carries a secret whatever built it.
    */
   scrub?: (text: string) => string;
+  /**
+   * Where each checkpoint goes as soon as it is written, besides the sinks: witnesses the host
+   * cannot rewrite (a syslog server, an OpenTelemetry collector). `verify --witness` checks a log
+   * against their copies (docs/audit.md, "Witnesses").
+   */
+  witnesses?: readonly CheckpointWitness[];
+}
+
+/**
+ * A receiver of checkpoints off the host. `send` never throws and never blocks the caller: it
+ * queues, and delivers in the background (retrying while the receiver is away).
+ */
+export interface CheckpointWitness {
+  readonly name: string;
+  /** A checkpoint record and its JSON line, as written to the sinks. */
+  send(record: AuditRecord, line: string): void;
+  /** Delivers what is queued, for at most `timeoutMs`, and closes. */
+  close(timeoutMs: number): Promise<void>;
 }
 
 /**
@@ -61,6 +79,8 @@ function scrubbed(value: unknown, scrub: (text: string) => string, depth = 0): u
 export class AuditLog {
   readonly stream = randomUUID();
   readonly #sinks: readonly LineSink[];
+  readonly #witnesses: readonly CheckpointWitness[];
+  #lastLine = '';
   readonly #service: { name: string; version: string };
   readonly #signer: CheckpointSigner | undefined;
   readonly #every: number;
@@ -79,6 +99,7 @@ export class AuditLog {
 
   constructor(options: AuditLogOptions) {
     this.#sinks = options.sinks;
+    this.#witnesses = options.witnesses ?? [];
     this.#service = options.service;
     this.#signer = options.signer;
     this.#every = options.checkpointEvery ?? 1000;
@@ -176,7 +197,7 @@ export class AuditLog {
         }
       : { covers, algorithm: 'none' as const, time, records: this.#sinceCheckpoint };
     this.#sinceCheckpoint = 0;
-    return this.#write(
+    const record = this.#write(
       {
         '@timestamp': time,
         event: {
@@ -191,6 +212,16 @@ export class AuditLog {
       },
       checkpoint,
     );
+    for (const witness of this.#witnesses) witness.send(record, this.#lastLine);
+    return record;
+  }
+
+  /**
+   * Delivers the checkpoints still queued for the witnesses (after `close`), for at most
+   * `timeoutMs`: a process that stops hands its last checkpoint off the host before it exits.
+   */
+  async closeWitnesses(timeoutMs = 5_000): Promise<void> {
+    await Promise.all(this.#witnesses.map((w) => w.close(timeoutMs)));
   }
 
   /** Writes the closing checkpoint and closes the sinks. */
@@ -238,6 +269,7 @@ export class AuditLog {
     this.#seq++;
     this.#prevHash = sealed.hash;
     const line = `${sealed.line}\n`;
+    this.#lastLine = line;
     for (const sink of this.#sinks) {
       try {
         sink.write(line);

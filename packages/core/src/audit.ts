@@ -7,11 +7,13 @@ import {
   loadSigner,
   withoutUnsafe,
 } from '@gatehouse/audit';
-import type { AuditAction, AuditEntry, LineSink } from '@gatehouse/audit';
+import type { AuditAction, AuditEntry, CheckpointWitness, LineSink } from '@gatehouse/audit';
 import type { BaseConfig } from './config.js';
+import type { Logger } from './logger.js';
 import type { Principal } from './principal.js';
 import { sanitizeText } from './sanitize.js';
 import { scrubSecrets } from './secrets.js';
+import { otlpWitness, syslogWitness } from './witness.js';
 
 /**
  * The pipeline's side of the audit trail (docs/audit.md, ADR 0005): what a record says about a
@@ -126,6 +128,7 @@ export function auditSinks(config: BaseConfig): LineSink[] {
 export function openAuditLog(
   config: BaseConfig,
   service: { name: string; version: string },
+  witnesses: readonly CheckpointWitness[] = [],
 ): AuditLog {
   const resume =
     config.GATEHOUSE_AUDIT_FILE === undefined
@@ -136,11 +139,39 @@ export function openAuditLog(
     service,
     scrub: scrubRecordText,
     checkpointEvery: config.GATEHOUSE_AUDIT_CHECKPOINT_EVERY,
+    witnesses,
     ...(config.GATEHOUSE_AUDIT_SIGNING_KEY === undefined
       ? {}
       : { signer: loadSigner(config.GATEHOUSE_AUDIT_SIGNING_KEY, config.GATEHOUSE_AUDIT_KEY_ID) }),
     ...(resume === undefined ? {} : { resume }),
   });
+}
+
+/** The witnesses the configuration names (GATEHOUSE_AUDIT_WITNESS_*), for openAuditLog. */
+export async function openWitnesses(
+  config: BaseConfig,
+  service: { name: string; version: string },
+  logger: Logger,
+): Promise<CheckpointWitness[]> {
+  const witnesses: CheckpointWitness[] = [];
+  if (config.GATEHOUSE_AUDIT_WITNESS_SYSLOG !== undefined) {
+    witnesses.push(
+      syslogWitness(new URL(config.GATEHOUSE_AUDIT_WITNESS_SYSLOG), {
+        appName: service.name,
+        logger,
+      }),
+    );
+  }
+  if (config.GATEHOUSE_AUDIT_WITNESS_OTLP !== undefined) {
+    witnesses.push(
+      await otlpWitness(new URL(config.GATEHOUSE_AUDIT_WITNESS_OTLP), {
+        serviceName: service.name,
+        serviceVersion: service.version,
+        logger,
+      }),
+    );
+  }
+  return witnesses;
 }
 
 type LifecycleAction =

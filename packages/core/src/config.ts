@@ -284,6 +284,21 @@ export const baseConfigShape = {
     .max(128)
     .optional()
     .describe('Key id written with each signature (default: derived from the public key).'),
+  GATEHOUSE_AUDIT_WITNESS_SYSLOG: z
+    .url({ protocol: /^tcp$/, error: 'expected tcp://host:port' })
+    .optional()
+    .describe(
+      'A syslog server that receives every checkpoint as it is written (tcp://host:port; RFC 5424 over TCP): a copy the host cannot rewrite, for gatehouse-audit verify --witness.',
+    ),
+  GATEHOUSE_AUDIT_WITNESS_OTLP: z
+    .url({
+      protocol: /^https?$/,
+      error: 'expected the http(s) URL of a collector’s OTLP logs endpoint',
+    })
+    .optional()
+    .describe(
+      'An OpenTelemetry collector’s OTLP/HTTP logs endpoint (…/v1/logs) that receives every checkpoint as it is written, for gatehouse-audit verify --witness.',
+    ),
   GATEHOUSE_AUDIT_ON_FAILURE: z
     .enum(['refuse_writes', 'refuse_all', 'continue'])
     .default('refuse_writes')

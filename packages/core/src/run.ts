@@ -9,6 +9,7 @@ import {
   callerText,
   lifecycleEntry,
   openAuditLog,
+  openWitnesses,
   scopeDeniedEntry,
 } from './audit.js';
 import { scrubRecordText } from './audit.js';
@@ -148,6 +149,9 @@ function once(fn: (() => void | Promise<void>) | undefined): () => Promise<void>
 
 type Service = { name: string; version: string };
 const UNKNOWN_SERVICE: Service = { name: 'gatehouse', version: 'unknown' };
+
+/** How long a stop waits for the witnesses to take the closing checkpoint. */
+const WITNESS_CLOSE_MS = 3_000;
 
 /** What the operator must fix, as one "Invalid configuration" block; undefined for anything else. */
 function configProblem(error: unknown): ConfigError | undefined {
@@ -618,7 +622,7 @@ export async function runServer<S extends z.ZodObject>(
     const { definition, readiness } = await createDefinition(options, config, logger, closers);
     const service = { name: definition.name, version: definition.version };
     const log = logger.child({ service });
-    audit = openAuditLog(base, service);
+    audit = openAuditLog(base, service, await openWitnesses(base, service, log));
     const inflight = new InflightTracker();
     const limiterStore = await openLimiterStore(base, definition.name, log, audit, closers);
     const { metrics, url: metricsUrl } = await openMetrics(
@@ -675,6 +679,8 @@ export async function runServer<S extends z.ZodObject>(
           log.error({ err: error }, 'closing upstream clients failed'),
         );
         closeAudit({ reason, drained });
+        // The closing checkpoint off the host before the process ends.
+        await trail.closeWitnesses(WITNESS_CLOSE_MS);
         log.info({ drained }, drained ? 'stopped' : 'stopped after the drain deadline');
         logger.flush();
         return drained ? EXIT.ok : EXIT.failure;
@@ -689,7 +695,7 @@ export async function runServer<S extends z.ZodObject>(
         // Close the chain on the way down: every record so far is on disk, and the end is signed.
         closeAudit({ reason: 'crash', error: error.name }, true);
         logger.flush();
-        process.exit(EXIT.failure);
+        void trail.closeWitnesses(1_000).finally(() => process.exit(EXIT.failure));
       },
       log,
       trail,
