@@ -2,10 +2,12 @@
 // The machine tools the test suite drives, installed when missing so `npm test` passes on a
 // fresh machine: Chromium (the audit report's browser test), redis-server (the replica tests),
 // buildah and podman (the image tests build and inspect the images), skopeo and GnuPG (they sign
-// and verify them), rsyslog (the audit witness receives checkpoints). Debian packages, installed
+// and verify them), rsyslog (the audit witness receives checkpoints), Python's cryptography (the
+// second audit verifier). Debian packages, installed
 // with apt-get when this runs as root; otherwise the command to run is printed and the test
 // command stops here. kubectl (the Kustomize render tests) comes with the machine image.
 import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 
 const needed = [
   { command: 'chromium', pkg: 'chromium', for: "the audit report's browser test" },
@@ -15,10 +17,22 @@ const needed = [
   { command: 'unshare', pkg: 'util-linux', for: 'running the images as PID 1' },
   { command: 'skopeo', pkg: 'skopeo', for: 'signing and verifying the images' },
   { command: 'gpg', pkg: 'gnupg', for: 'the key the images are signed with' },
-  { command: 'rsyslogd', pkg: 'rsyslog', for: 'the audit witness tests (a real syslog receiver)' },
+  {
+    command: 'rsyslogd',
+    pkg: 'rsyslog',
+    for: 'the audit witness tests (a real syslog receiver)',
+    // In /usr/sbin, which a non-login PATH may lack.
+    check: () => existsSync('/usr/sbin/rsyslogd') || has('rsyslogd'),
+  },
+  {
+    command: 'python3',
+    pkg: 'python3-cryptography',
+    for: 'the second audit verifier (packages/audit/python/verify.py)',
+    check: () => spawnSync('python3', ['-c', 'import cryptography']).status === 0,
+  },
 ];
 const has = (command) => spawnSync('sh', ['-c', `command -v ${command}`]).status === 0;
-const missing = needed.filter((t) => !has(t.command));
+const missing = needed.filter((t) => (t.check === undefined ? !has(t.command) : !t.check()));
 if (!has('kubectl')) {
   process.stderr.write(
     'ensure-tools: kubectl is missing (the Kustomize render tests need kubectl ≥ 1.27: https://kubernetes.io/docs/tasks/tools/)\n',

@@ -3,6 +3,7 @@
 // --witness` holds the log to what they received. The attack the witness exists for is played
 // out: the host's log rewritten (and cut short) and every checkpoint re-signed with the key the
 // host holds — the log verifies on its own, and not against the witness.
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -240,6 +241,45 @@ describe('a log rewritten and re-signed on its host', () => {
     expect(code, out).toBe(0);
     expect(out).toContain('warning: 1 witness entry is not a genuine checkpoint');
     expect(out).toContain('witness: 0 of 0 witnessed checkpoint(s)');
+  });
+});
+
+describe('the independent verifier (packages/audit/python/verify.py)', () => {
+  const PY = fileURLToPath(new URL('../../audit/python/verify.py', import.meta.url));
+  const python = (...args: string[]) => {
+    const run = spawnSync('python3', [PY, ...args], { encoding: 'utf8' });
+    return { code: run.status, verdict: JSON.parse(run.stdout || '{}') as Record<string, unknown> };
+  };
+
+  it('agrees with gatehouse-audit on the log a real server wrote, alone and against each witness', async () => {
+    const ours = await audit(['verify', '--json', '--key', PUBLIC, LOG]);
+    const records = (JSON.parse(ours.out) as { records: number }).records;
+    expect(python('--key', PUBLIC, LOG)).toEqual({ code: 0, verdict: { intact: true, records } });
+    for (const witness of [syslog.file, otlp.file])
+      expect(python('--key', PUBLIC, '--witness', witness, LOG).verdict).toEqual({
+        intact: true,
+        records,
+      });
+  });
+
+  it('agrees on the rewritten and re-signed copy: intact alone, rewritten at the same place against the witness', async () => {
+    const forged = records(LOG);
+    forged.find((r) => r.event.action === 'tools/call' && r.audit.seq > 2)!.user = {
+      id: 'mallory',
+    } as never;
+    const file = join(dir, 'rewritten-py.jsonl');
+    writeFileSync(file, reseal(forged));
+    expect(python('--key', PUBLIC, file).verdict.intact).toBe(true);
+    const ours = JSON.parse(
+      (await audit(['verify', '--json', '--key', PUBLIC, '--witness', syslog.file, file])).out,
+    ) as { damage: { kind: string; line: number; seq: number } };
+    const theirs = python('--key', PUBLIC, '--witness', syslog.file, file);
+    expect(theirs.code).toBe(1);
+    expect(theirs.verdict.damage).toMatchObject({
+      kind: 'rewritten',
+      line: ours.damage.line,
+      seq: ours.damage.seq,
+    });
   });
 });
 

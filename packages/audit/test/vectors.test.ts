@@ -1,0 +1,219 @@
+// The audit log format (docs/audit-format.md) as others would check it: every committed test
+// vector gets its expected verdict from `gatehouse-audit verify` and from the independent Python
+// verifier written from the specification (packages/audit/python/verify.py); and the two agree on
+// generated damage of a log the real writer made — every kind, at random places.
+import { spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { AuditLog, fileSink, loadSigner, main } from '../src/index.js';
+
+const VECTORS = fileURLToPath(new URL('../../../docs/audit-vectors/', import.meta.url));
+const PYTHON_VERIFIER = fileURLToPath(new URL('../python/verify.py', import.meta.url));
+
+interface Vector {
+  file: string;
+  keys?: string[];
+  witness?: string[];
+  expected: { intact: boolean; records?: number; kind?: string; line?: number; seq?: number };
+}
+type Verdict = Vector['expected'];
+
+const options = (keys: string[] = [], witness: string[] = []) => [
+  ...keys.flatMap((k) => ['--key', k]),
+  ...witness.flatMap((w) => ['--witness', w]),
+];
+
+/** The reference verifier's verdict, in the vectors' form. */
+async function reference(files: string[], keys?: string[], witness?: string[]): Promise<Verdict> {
+  let out = '';
+  const sink = { write: (c: string) => ((out += c), true), once: () => undefined };
+  await main(
+    ['verify', '--json', ...options(keys, witness), ...files],
+    sink as never,
+    sink as never,
+  );
+  return verdictOf(JSON.parse(out) as Reported);
+}
+
+type Reported = {
+  intact: boolean;
+  records: number;
+  damage?: { kind: string; line: number; seq?: number };
+};
+const verdictOf = (r: Reported): Verdict =>
+  r.intact
+    ? { intact: true, records: r.records }
+    : {
+        intact: false,
+        kind: r.damage!.kind,
+        line: r.damage!.line,
+        ...(r.damage!.seq === undefined ? {} : { seq: r.damage!.seq }),
+      };
+
+/** The Python verifier's verdicts: one log, or (`each`) every file as a log of its own. */
+function python(files: string[], keys?: string[], witness?: string[], each = false): Verdict[] {
+  const run = spawnSync(
+    'python3',
+    [PYTHON_VERIFIER, ...options(keys, witness), ...(each ? ['--each'] : []), ...files],
+    { encoding: 'utf8' },
+  );
+  if (run.status === 2 || run.stdout === '') throw new Error(`verify.py failed: ${run.stderr}`);
+  return run.stdout
+    .trim()
+    .split('\n')
+    .map((l) => verdictOf(JSON.parse(l) as Reported));
+}
+
+/** A small seeded generator (mulberry32): the same damage on every run. */
+function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const { vectors } = JSON.parse(readFileSync(join(VECTORS, 'expected.json'), 'utf8')) as {
+  vectors: Vector[];
+};
+
+describe('the test vectors (docs/audit-vectors)', () => {
+  it('cover every damage kind the specification names, and valid logs', () => {
+    const kinds = new Set(vectors.map((v) => v.expected.kind ?? 'intact'));
+    for (const kind of [
+      'intact',
+      'modified',
+      'deleted',
+      'inserted',
+      'reordered',
+      'truncated',
+      'bad_signature',
+      'untrusted_key',
+      'unsigned_checkpoint',
+      'rewritten',
+    ]) {
+      expect(kinds.has(kind), kind).toBe(true);
+    }
+  });
+
+  it.each(vectors.map((v) => [v.file, v] as const))(
+    '%s: both verifiers give the expected verdict',
+    async (_, v) => {
+      const at = (names?: string[]) => names?.map((n) => join(VECTORS, n));
+      const files = [join(VECTORS, v.file)];
+      const expected = v.expected.intact
+        ? v.expected
+        : { ...v.expected, ...(v.expected.seq === undefined ? {} : { seq: v.expected.seq }) };
+      expect(await reference(files, at(v.keys), at(v.witness))).toEqual(expected);
+      expect(python(files, at(v.keys), at(v.witness))).toEqual([expected]);
+    },
+  );
+});
+
+describe('the two verifiers on generated damage', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'vectors-'));
+  const { privateKey, publicKey } = generateKeyPairSync('ed25519');
+  const pub = join(dir, 'public.pem');
+  writeFileSync(pub, publicKey.export({ type: 'spki', format: 'pem' }).toString());
+  const file = join(dir, 'audit.jsonl');
+  const log = new AuditLog({
+    sinks: [fileSink({ path: file, maxBytes: 1e9, daily: false })],
+    service: { name: 'generated', version: '1' },
+    signer: loadSigner(privateKey.export({ type: 'pkcs8', format: 'pem' }).toString()),
+    checkpointEvery: 4,
+  });
+  for (let i = 0; i < 30; i++) {
+    log.append({
+      '@timestamp': new Date(Date.UTC(2026, 11, 1, 9, 0, i)).toISOString(),
+      event: {
+        id: `generated-${i}`,
+        kind: 'event',
+        category: ['api'],
+        type: ['access'],
+        action: 'tools/call',
+        outcome: i % 5 === 0 ? 'failure' : 'success',
+        reason: i % 5 === 0 ? 'denied' : 'ok',
+      },
+      user: { id: `user-${i % 3}` },
+      mcp: { name: `tool_${i}`, text: `line ${i} \u2028 "quoted" 日本 ${i / 7}` } as never,
+    });
+  }
+  log.append({
+    '@timestamp': new Date(Date.UTC(2026, 11, 1, 9, 1)).toISOString(),
+    event: {
+      id: 'generated-stop',
+      kind: 'event',
+      category: ['process'],
+      type: ['end'],
+      action: 'gatehouse/stop',
+      outcome: 'success',
+      reason: 'stopped',
+    },
+  });
+  log.close();
+  const lines = readFileSync(file, 'utf8').split('\n').filter(Boolean);
+
+  const random = seeded(2612);
+  const pick = (n: number) => Math.floor(random() * n);
+  const mutations: Array<[string, (l: string[]) => string[]]> = [
+    ['delete a line', (l) => l.toSpliced(pick(l.length), 1)],
+    [
+      'duplicate a line',
+      (l) => {
+        const i = pick(l.length);
+        return l.toSpliced(pick(l.length), 0, l[i]!);
+      },
+    ],
+    [
+      'swap two neighbours',
+      (l) => {
+        const i = pick(l.length - 1);
+        const c = [...l];
+        [c[i], c[i + 1]] = [c[i + 1]!, c[i]!];
+        return c;
+      },
+    ],
+    [
+      'change a value',
+      (l) => {
+        const i = pick(l.length);
+        return l.with(i, l[i]!.replace(/user-\d/, 'user-9').replace('"success"', '"failure"'));
+      },
+    ],
+    ['cut the end', (l) => l.slice(0, 1 + pick(l.length - 1))],
+    ['tear the last line', (l) => [...l.slice(0, -1), l.at(-1)!.slice(0, 20)]],
+    ['garble a line', (l) => l.with(pick(l.length), '{"not": json')],
+  ];
+
+  it('agree on the intact log, and on 140 damaged copies of it (7 kinds × 20 places)', async () => {
+    expect(await reference([file], [pub])).toEqual({ intact: true, records: lines.length });
+    expect(python([file], [pub])).toEqual([{ intact: true, records: lines.length }]);
+    const cases: Array<{ name: string; file: string }> = [];
+    for (const [name, mutate] of mutations) {
+      for (let k = 0; k < 20; k++) {
+        const damaged = join(dir, `damaged-${cases.length}.jsonl`);
+        const torn = name === 'tear the last line';
+        writeFileSync(damaged, `${mutate(lines).join('\n')}${torn ? '' : '\n'}`);
+        cases.push({ name: `${name} #${k}`, file: damaged });
+      }
+    }
+    const theirs = python(
+      cases.map((c) => c.file),
+      [pub],
+      undefined,
+      true,
+    );
+    expect(theirs).toHaveLength(cases.length);
+    for (const [i, c] of cases.entries()) {
+      const ours = await reference([c.file], [pub]);
+      expect(ours.intact, c.name).toBe(false);
+      expect(theirs[i], `${c.name}: ${JSON.stringify(ours)}`).toEqual(ours);
+    }
+  });
+});
