@@ -105,6 +105,7 @@ export default tseslint.config(
         fetch: 'readonly',
         performance: 'readonly',
         Buffer: 'readonly',
+        structuredClone: 'readonly',
       },
     },
   },

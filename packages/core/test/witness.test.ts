@@ -266,7 +266,7 @@ describe('the independent verifier (packages/audit/python/verify.py)', () => {
     const forged = records(LOG);
     forged.find((r) => r.event.action === 'tools/call' && r.audit.seq > 2)!.user = {
       id: 'mallory',
-    } as never;
+    };
     const file = join(dir, 'rewritten-py.jsonl');
     writeFileSync(file, reseal(forged));
     expect(python('--key', PUBLIC, file).verdict.intact).toBe(true);
