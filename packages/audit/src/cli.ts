@@ -218,6 +218,8 @@ export async function main(
         onDamage: (damage) => builder.markDamage(damage),
         onRecord: (r) => {
           if (CALLS.has(r.event.action) ? keep(r) : lifecycle(r)) builder.add(r);
+          // Calls before the period: who was already known (the report names the newcomers).
+          else if (filter.from !== undefined && r['@timestamp'] < filter.from) builder.notePrior(r);
         },
       });
       writeFileSync(

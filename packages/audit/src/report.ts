@@ -9,6 +9,18 @@ const MAX_KEYS = 50_000;
 const RECENT_FAILURES = 100;
 const RECENT_WRITES = 500;
 const RECENT_LIFECYCLE = 200;
+/** Denials of one principal within one minute from which they are a burst worth a look. */
+const BURST = 5;
+/** Sanitiser flags that mean a text carried something hidden from a reader (injection's tools). */
+const HIDDEN = new Set([
+  'ansi',
+  'control',
+  'bidi',
+  'tag',
+  'zero_width',
+  'variation_selector',
+  'format',
+]);
 
 /** Every value put in the page: text, never markup, whatever its type (a log chooses it). */
 const escape = (value: unknown): string =>
@@ -27,6 +39,9 @@ table{border-collapse:collapse;width:100%;font-size:13px} th,td{text-align:left;
 td.n{text-align:right;font-variant-numeric:tabular-nums;width:70px}
 .bar{display:block;width:100%;height:10px} .bar rect{fill:#4a7bd0} .bar.f rect{fill:#c0392b} td.barcell{width:40%}
 .wrap{overflow-wrap:break-word;word-break:normal}
+.findings{border:1px solid #d9dee8;border-radius:8px;padding:10px 16px;margin:12px 0 16px} .findings ol{margin:4px 0 0;padding-left:20px} .findings li{margin:3px 0}
+.sev-high{color:#8e1e12;font-weight:600} .sev-medium{color:#8a5a00;font-weight:600} .sev-info{color:#37506f}
+pre{white-space:pre-wrap;font-size:11px;margin:4px 0}
 tr.damage td{background:#fdecec;color:#8e1e12;font-weight:600} tr.unverified td{color:#8a6d3b}
 svg text{font-size:10px;fill:#5b6475}
 `;
@@ -78,6 +93,10 @@ interface Row {
   target: string;
   reason: string;
   detail: string;
+  /** The policy rule that decided, when one did (`bound_parameter`, `sql:statement_type`…). */
+  rule: string;
+  /** The configuration a start record carries. */
+  config?: unknown;
   /** Read after the integrity damage: not verified. */
   unverified?: boolean;
   /** Not a record: the place where the damage is. */
@@ -119,6 +138,7 @@ const rowOf = (r: AuditRecord): Row => ({
   name: r.mcp?.name ?? '',
   target: r.target?.resource ?? '',
   reason: r.event.reason,
+  rule: r.policy?.rule ?? '',
   detail:
     r.error?.message ?? (r.args?.redacted === undefined ? '' : JSON.stringify(r.args.redacted)),
 });
@@ -145,6 +165,25 @@ export class ReportBuilder {
   readonly #lifecycle = new Counter();
   readonly #events = new Recent<Row>(RECENT_LIFECYCLE);
   #overrides = 0;
+  readonly #overridden = new Counter();
+  /** Calls that reached a server over HTTP without authentication (GATEHOUSE_AUTH=none). */
+  readonly #unauthenticated = new Counter();
+  readonly #outgoingSecrets = new Recent<Row>(RECENT_FAILURES);
+  /** Answers whose text carried hidden characters, by where they came from. */
+  readonly #hidden = new Counter();
+  readonly #hiddenFlags = new Map<string, Set<string>>();
+  /** Answers from which a secret was scrubbed, by tool. */
+  readonly #secretsScrubbed = new Counter();
+  /** Denials per principal and minute. */
+  readonly #denials = new Counter();
+  readonly #writeTools = new Counter();
+  /** When each principal made its first call in the period; principals seen before it. */
+  readonly #firstSeen = new Map<string, string>();
+  readonly #knownBefore = new Set<string>();
+  #priorSeen = false;
+  /** Calls by what became of them, each counted once. */
+  succeeded = 0;
+  denied = 0;
   #from: string | undefined;
   #to: string | undefined;
   #damage: Damage | undefined;
@@ -161,12 +200,23 @@ export class ReportBuilder {
       name: '',
       target: '',
       reason: damage.kind,
+      rule: '',
       detail: damage.message,
       damage,
     };
     this.#failures.push(marker);
     this.#writes.push(marker);
     this.#events.push(marker);
+  }
+
+  /**
+   * A call of the log outside the period the report covers (before `--from`): the principals it
+   * names are not new in the period.
+   */
+  notePrior(r: AuditRecord): void {
+    this.#priorSeen = true;
+    if (CALLS.has(r.event.action) && this.#knownBefore.size < MAX_KEYS)
+      this.#knownBefore.add(r.user?.id ?? '(none)');
   }
 
   add(r: AuditRecord): void {
@@ -177,9 +227,19 @@ export class ReportBuilder {
     if (!CALLS.has(r.event.action)) {
       // Lifecycle and security events: in every report, whatever the filters.
       this.#lifecycle.add(r.event.action);
-      if (r.event.action === 'gatehouse/security_override') this.#overrides++;
+      if (r.event.action === 'gatehouse/security_override') {
+        this.#overrides++;
+        const setting = r.gatehouse?.setting;
+        this.#overridden.add(typeof setting === 'string' ? setting : '(unnamed)');
+      }
       if (r.event.action !== 'gatehouse/auth_failure' || this.#events.items.length < 50) {
-        this.#events.push({ ...row(), detail: lifecycleDetail(r) });
+        this.#events.push({
+          ...row(),
+          detail: lifecycleDetail(r),
+          ...(r.event.action === 'gatehouse/start' && r.gatehouse?.config !== undefined
+            ? { config: r.gatehouse.config }
+            : {}),
+        });
       }
       return;
     }
@@ -202,7 +262,30 @@ export class ReportBuilder {
       }
     }
     this.#reasons.add(r.event.reason);
-    this.#principals.add(r.user?.id ?? '(none)');
+    const principal = r.user?.id ?? '(none)';
+    this.#principals.add(principal);
+    if (!this.#firstSeen.has(principal) && this.#firstSeen.size < MAX_KEYS)
+      this.#firstSeen.set(principal, time);
+    if (r.auth?.method === 'none' && r.mcp?.transport === 'http')
+      this.#unauthenticated.add(principal);
+    if (ok) this.succeeded++;
+    else if (r.event.reason === 'denied') {
+      this.denied++;
+      if (Number.isFinite(minute)) this.#denials.add(`${principal}\n${minute}`);
+    }
+    if (r.policy?.rule === 'outgoing_secret') this.#outgoingSecrets.push(row());
+    const flags = r.sanitizer?.flags ?? [];
+    const hidden = flags.filter((f) => HIDDEN.has(f));
+    if (hidden.length > 0) {
+      const source = `${r.service.name} · ${r.mcp?.name ?? r.event.action}${r.target ? ` · ${r.target.resource}` : ''}`;
+      this.#hidden.add(source);
+      const known = this.#hiddenFlags.get(source) ?? new Set<string>();
+      for (const f of hidden) known.add(f);
+      if (this.#hiddenFlags.size < MAX_KEYS || this.#hiddenFlags.has(source))
+        this.#hiddenFlags.set(source, known);
+    }
+    if (flags.includes('secret'))
+      this.#secretsScrubbed.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
     this.#tools.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
     if (r.target) this.#targets.add(r.target.resource);
     this.#servers.add(r.service.name);
@@ -210,7 +293,10 @@ export class ReportBuilder {
       this.failures++;
       this.#failures.push(row());
     }
-    if (r.tool?.access === 'write' && r.event.reason !== 'denied') this.#writes.push(row());
+    if (r.tool?.access === 'write' && r.event.reason !== 'denied') {
+      this.#writes.push(row());
+      this.#writeTools.add(`${r.service.name} · ${r.mcp?.name ?? ''}`);
+    }
   }
 
   /** Renders the self-contained HTML page (no scripts, no external requests). */
@@ -258,13 +344,15 @@ export class ReportBuilder {
 <style>${STYLE}</style></head><body>
 <h1>${escape(title)}</h1>
 <div class="meta">Generated ${escape((options.generatedAt ?? new Date()).toISOString())} from ${options.sources.map((s) => `<code>${escape(s)}</code>`).join(', ')}${this.#from ? ` · calls from ${escape(this.#from)} to ${escape(this.#to)}` : ''}</div>
+${this.#findings(integrity)}
 ${banner}
 ${unsigned}
 ${overrides}
-<div class="kpis">
+<div class="kpis" data-kpis="each call counted once">
 <div class="kpi"><b data-kpi="calls">${this.calls}</b>calls</div>
-<div class="kpi"><b data-kpi="failures">${this.failures}</b>failed</div>
-<div class="kpi"><b data-kpi="denied">${reasons.find(([r]) => r === 'denied')?.[1] ?? 0}</b>denied</div>
+<div class="kpi"><b data-kpi="succeeded">${this.succeeded}</b>succeeded</div>
+<div class="kpi"><b data-kpi="denied">${this.denied}</b>denied by a rule</div>
+<div class="kpi"><b data-kpi="errors">${this.calls - this.succeeded - this.denied}</b>failed otherwise</div>
 <div class="kpi"><b data-kpi="writes">${this.#writes.total}</b>write actions</div>
 <div class="kpi"><b data-kpi="principals">${this.#principals.size}</b>principals</div>
 <div class="kpi"><b data-kpi="overrides">${this.#overrides}</b>security overrides</div>
@@ -277,15 +365,129 @@ ${this.#timeChart()}
 <div><h3>Top tools</h3>${this.#barTable(this.#tools.top(15), 'tools')}</div>
 <div><h3>Top targets</h3>${this.#barTable(this.#targets.top(15), 'targets')}</div>
 </div>
-<details open><summary><h3>Denials and errors (latest ${this.#failures.items.length} of ${this.#failures.total})</h3></summary>
+<details open id="failures"><summary><h3>Denials and errors (latest ${this.#failures.items.length} of ${this.#failures.total})</h3></summary>
 ${this.#rows(this.#failures.items, 'failures')}</details>
-<details open><summary><h3>Write actions (latest ${this.#writes.items.length} of ${this.#writes.total})</h3></summary>
+<details open id="writes"><summary><h3>Write actions (latest ${this.#writes.items.length} of ${this.#writes.total})</h3></summary>
 ${this.#rows(this.#writes.items, 'writes')}</details>
-<h3>Lifecycle and security events (latest ${this.#events.items.length} of ${this.#events.total})</h3>
+<h3 id="lifecycle">Lifecycle and security events (latest ${this.#events.items.length} of ${this.#events.total})</h3>
 ${this.#barTable(this.#lifecycle.top(10), 'lifecycle')}
 ${this.#rows(this.#events.items, 'lifecycle-events')}
 </body></html>
 `;
+  }
+
+  /**
+   * What to look at first, before anything is counted: damage, security checks overridden, calls
+   * over HTTP without authentication, writes refused for carrying a secret, answers that carried
+   * hidden characters (by where they came from), secrets scrubbed from answers, bursts of
+   * denials, writes, principals new in the period. Each item says how many and points at the
+   * rows.
+   */
+  #findings(integrity: VerifyReport): string {
+    const items: Array<{ kind: string; severity: 'high' | 'medium' | 'info'; html: string }> = [];
+    const list = (entries: Array<[string, number]>, n = 5) =>
+      entries
+        .slice(0, n)
+        .map(([k, c]) => `<code>${escape(k)}</code> (${escape(c)})`)
+        .join(', ');
+    if (!integrity.intact) {
+      const d = integrity.damage!;
+      items.push({
+        kind: 'damage',
+        severity: 'high',
+        html: `Integrity damage (<b>${escape(d.kind)}</b>) at <code>${escape(d.file)}:${escape(d.line)}</code>: ${escape(d.message)}`,
+      });
+    } else if (
+      integrity.checkpoints.signed > integrity.checkpoints.verified ||
+      integrity.checkpoints.signed === 0
+    ) {
+      items.push({
+        kind: 'signatures',
+        severity: 'medium',
+        html:
+          integrity.checkpoints.signed === 0
+            ? 'No signed checkpoints: the chain proves order and completeness, not who wrote the log.'
+            : `${escape(integrity.checkpoints.signed - integrity.checkpoints.verified)} checkpoint signature(s) not checked: run with <code>--key</code>.`,
+      });
+    }
+    if (this.#overrides > 0)
+      items.push({
+        kind: 'overrides',
+        severity: 'high',
+        html: `Security checks overridden by configuration: ${list(this.#overridden.top(5))} — <a href="#lifecycle">lifecycle</a>.`,
+      });
+    if (this.#unauthenticated.size > 0) {
+      const total = this.#unauthenticated.top(MAX_KEYS).reduce((n, [, c]) => n + c, 0);
+      items.push({
+        kind: 'unauthenticated',
+        severity: 'high',
+        html: `<b>${escape(total)}</b> call(s) reached a server over HTTP <b>without authentication</b> (GATEHOUSE_AUTH=none: whoever could reach the port), recorded as ${list(this.#unauthenticated.top(3))}.`,
+      });
+    }
+    if (this.#outgoingSecrets.total > 0) {
+      const who = new Counter();
+      for (const r of this.#outgoingSecrets.items) who.add(`${r.principal} · ${r.name}`);
+      items.push({
+        kind: 'outgoing-secrets',
+        severity: 'high',
+        html: `<b>${escape(this.#outgoingSecrets.total)}</b> write(s) refused for carrying a secret out: ${list(who.top(5))} — <a href="#failures">denials</a>.`,
+      });
+    }
+    if (this.#hidden.size > 0) {
+      const sources = this.#hidden
+        .top(5)
+        .map(
+          ([k, c]) =>
+            `<code>${escape(k)}</code> (${escape(c)}: ${escape([...(this.#hiddenFlags.get(k) ?? [])].sort().join(', '))})`,
+        )
+        .join(', ');
+      items.push({
+        kind: 'hidden-content',
+        severity: 'high',
+        html: `Answers carried <b>hidden characters</b> (removed before the model read them) — text that hides instructions is how prompt injection works: ${sources}.`,
+      });
+    }
+    if (this.#secretsScrubbed.size > 0)
+      items.push({
+        kind: 'secrets-scrubbed',
+        severity: 'medium',
+        html: `A secret was scrubbed from answers of ${list(this.#secretsScrubbed.top(5))}: an upstream returned one.`,
+      });
+    const bursts = this.#denials.top(MAX_KEYS).filter(([, c]) => c >= BURST);
+    if (bursts.length > 0) {
+      const shown = bursts.slice(0, 5).map(([key, c]) => {
+        const [principal, minute] = key.split('\n');
+        return `<code>${escape(principal)}</code> ${escape(c)} denials in the minute from ${escape(new Date(Number(minute) * 60_000).toISOString().slice(0, 16))}Z`;
+      });
+      items.push({
+        kind: 'denial-bursts',
+        severity: 'medium',
+        html: `Bursts of denials (${BURST} or more a minute, probing?): ${shown.join('; ')} — <a href="#failures">denials</a>.`,
+      });
+    }
+    if (this.#writes.total > 0)
+      items.push({
+        kind: 'writes',
+        severity: 'info',
+        html: `<b>${escape(this.#writes.total)}</b> write action(s): ${list(this.#writeTools.top(5))} — <a href="#writes">writes</a>.`,
+      });
+    const newcomers = [...this.#firstSeen]
+      .filter(([p]) => !this.#knownBefore.has(p))
+      .sort((a, b) => (a[1] < b[1] ? 1 : -1));
+    if (newcomers.length > 0)
+      items.push({
+        kind: 'new-principals',
+        severity: 'info',
+        html: `${this.#priorSeen ? 'Principals first seen in the period' : 'Principals in this log, newest first call first'}: ${newcomers
+          .slice(0, 8)
+          .map(([p, t]) => `<code>${escape(p)}</code> (from ${escape(t.slice(0, 16))}Z)`)
+          .join(', ')}${newcomers.length > 8 ? ` and ${escape(newcomers.length - 8)} more` : ''}.`,
+      });
+    const body =
+      items.length === 0
+        ? '<p data-finding="none">Nothing to look at first: no damage, overrides, unauthenticated calls, refused secrets, hidden content or bursts of denials.</p>'
+        : `<ol>${items.map((i) => `<li data-finding="${i.kind}" class="sev-${i.severity}"><span>${i.severity === 'info' ? '' : `${i.severity.toUpperCase()}: `}</span>${i.html}</li>`).join('')}</ol>`;
+    return `<section class="findings" data-findings="${items.length}"><h2>What to look at first</h2>${body}</section>`;
   }
 
   #timeChart(): string {
@@ -354,14 +556,14 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
 
   #rows(rows: readonly Row[], name: string): string {
     if (rows.length === 0) return '<p>None.</p>';
-    return `<table data-table="${name}"><tr><th>time</th><th>principal</th><th>call</th><th>target</th><th>outcome</th><th>detail</th></tr>${[
+    return `<table data-table="${name}"><tr><th>time</th><th>principal</th><th>call</th><th>target</th><th>outcome</th><th>rule</th><th>detail</th></tr>${[
       ...rows,
     ]
       .reverse()
       .map((r) =>
         r.damage !== undefined
-          ? `<tr class="damage" data-damage="${escape(r.damage.kind)}"><td colspan="6">⚠ Integrity damage here (${escape(r.damage.kind)}) at <code>${escape(r.damage.file)}:${escape(r.damage.line)}</code>: ${escape(r.damage.message)}. Rows above this line are not verified.</td></tr>`
-          : `<tr${r.unverified ? ' class="unverified" data-unverified="true"' : ''}><td>${escape(r.time)}${r.unverified ? ' <em>unverified</em>' : ''}</td><td>${escape(r.principal)}</td><td class="wrap">${escape(r.action)} ${escape(r.name)}</td><td class="wrap">${escape(r.target)}</td><td>${escape(r.reason)}</td><td class="wrap">${escape(r.detail.slice(0, 300))}</td></tr>`,
+          ? `<tr class="damage" data-damage="${escape(r.damage.kind)}"><td colspan="7">⚠ Integrity damage here (${escape(r.damage.kind)}) at <code>${escape(r.damage.file)}:${escape(r.damage.line)}</code>: ${escape(r.damage.message)}. Rows above this line are not verified.</td></tr>`
+          : `<tr${r.unverified ? ' class="unverified" data-unverified="true"' : ''}><td>${escape(r.time)}${r.unverified ? ' <em>unverified</em>' : ''}</td><td>${escape(r.principal)}</td><td class="wrap">${escape(r.action)} ${escape(r.name)}</td><td class="wrap">${escape(r.target)}</td><td>${escape(r.reason)}</td><td data-rule="${escape(r.rule)}">${escape(r.rule)}</td><td class="wrap">${escape(r.detail.slice(0, 300))}${r.config === undefined ? '' : `<details data-config><summary>configuration it started with</summary><pre>${escape(JSON.stringify(r.config, null, 2).slice(0, 20_000))}</pre></details>`}</td></tr>`,
       )
       .join('')}</table>`;
   }

@@ -1,12 +1,13 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import type { Browser } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { launch, openReport } from './browser.js';
 import { createPublicKey, randomUUID } from 'node:crypto';
 import { keyIdOf } from '../src/chain.js';
-import { AuditLog, ReportBuilder, fileSink } from '../src/index.js';
-import type { AuditRecord, VerifyReport } from '../src/index.js';
+import { AuditLog, ReportBuilder, fileSink, loadSigner } from '../src/index.js';
+import type { AuditEntry, AuditRecord, VerifyReport } from '../src/index.js';
 import {
   SERVICE,
   callEntry,
@@ -76,7 +77,11 @@ describe('gatehouse-audit report in headless Chromium', () => {
     expect(await page.getAttribute('[data-integrity] [data-key-id]', 'data-key-id')).toBe(
       keyIdOf(createPublicKey(publicPem)),
     );
-    expect(Number(await page.textContent('[data-kpi="failures"]'))).toBe(60);
+    // Each call counted once: what succeeded, what a rule denied, what failed otherwise.
+    const kpi = async (name: string) => Number(await page.textContent(`[data-kpi="${name}"]`));
+    expect([await kpi('succeeded'), await kpi('denied'), await kpi('errors')]).toEqual([
+      60, 15, 45,
+    ]);
     const outcomes = await page.$$eval('[data-chart="outcomes"] td[data-value]', (cells) =>
       cells.map((c) => Number(c.getAttribute('data-value'))),
     );
@@ -195,5 +200,197 @@ describe('the time chart picks its step from the span', () => {
     expect(chart(days(3))).toMatchObject({ step: 60, total: 50 });
     expect(chart(days(90))).toMatchObject({ step: 1440, total: 50 });
     expect(chart(days(3)).bars).toBeLessThanOrEqual(120);
+  });
+});
+
+describe('what to look at first', () => {
+  /** A session with one of each kind of event a reviewer should see before any count. */
+  function session(path: string, publicDir: string): string {
+    const { privatePem, publicPem } = keyPair();
+    writeFileSync(join(publicDir, 'pub.pem'), publicPem);
+    const log = new AuditLog({
+      sinks: [fileSink({ path, maxBytes: 1 << 30, daily: false })],
+      service: SERVICE,
+      signer: loadSigner(privatePem),
+    });
+    const at = (minute: number, second = 0) =>
+      new Date(Date.UTC(2026, 10, 29, 9, minute, second)).toISOString();
+    const event = (action: string, reason: string, outcome: 'success' | 'failure') => ({
+      id: randomUUID(),
+      kind: 'event' as const,
+      category: ['process' as const],
+      type: ['info' as const],
+      action: action as 'gatehouse/start',
+      outcome,
+      reason: reason as 'started',
+    });
+    const call = (
+      i: number,
+      changes: Partial<AuditEntry> & { reason?: string; principal?: string },
+    ): AuditEntry => {
+      const base = callEntry(i, new Date(at(10 + Math.floor(i / 10), i % 60)));
+      const reason = changes.reason ?? 'ok';
+      return {
+        ...base,
+        event: {
+          ...base.event,
+          reason: reason as 'ok',
+          outcome: reason === 'ok' ? 'success' : 'failure',
+        },
+        user: { id: changes.principal ?? 'alice' },
+        ...changes,
+      };
+    };
+    log.append({
+      '@timestamp': at(0),
+      event: event('gatehouse/start', 'started', 'success'),
+      gatehouse: {
+        config: { GATEHOUSE_TRANSPORT: 'http', GATEHOUSE_AUTH: ['none'] },
+        url: 'http://0.0.0.0:8080/mcp',
+      },
+    });
+    log.append({
+      '@timestamp': at(1),
+      event: event('gatehouse/security_override', 'security_override', 'success'),
+      gatehouse: { setting: 'POSTGRES_ALLOW_PRIVILEGED_ROLE', findings: ['superuser'] },
+    });
+    // Unauthenticated HTTP calls.
+    for (let i = 0; i < 3; i++)
+      log.append(
+        call(i, {
+          principal: 'anonymous',
+          auth: { method: 'none' },
+          mcp: { ...callEntry(i).mcp!, transport: 'http' },
+        }),
+      );
+    // A write refused for carrying a secret.
+    log.append(
+      call(3, {
+        reason: 'denied',
+        principal: 'bob',
+        policy: { decision: 'deny', rule: 'outgoing_secret' },
+      }),
+    );
+    // An answer that carried hidden characters, and one a secret was scrubbed from.
+    log.append(
+      call(4, {
+        sanitizer: { flags: ['tag', 'zero_width'] },
+        target: { resource: 'github:acme/api#7' },
+      }),
+    );
+    log.append(call(5, { sanitizer: { flags: ['secret'] } }));
+    // A burst of denials by one principal within a minute.
+    for (let i = 0; i < 6; i++)
+      log.append(
+        call(20 + i, {
+          reason: 'denied',
+          principal: 'mallory',
+          policy: { decision: 'deny', rule: 'allow_list' },
+        }),
+      );
+    // A write that went through.
+    log.append(call(31, {}));
+    log.append({
+      '@timestamp': at(50),
+      event: event('gatehouse/stop', 'stopped', 'success'),
+      gatehouse: { reason: 'SIGTERM' },
+    });
+    log.close();
+    return path;
+  }
+
+  it('lists each kind of finding, first, and the tables name the refusing rule in a column of its own', async () => {
+    const dir = tempDir();
+    const path = session(join(dir, 'audit.jsonl'), dir);
+    const html = join(dir, 'report.html');
+    expect((await cli('report', '--out', html, '--key', join(dir, 'pub.pem'), path)).code).toBe(0);
+    const { page } = await open(html);
+    const findings = await page.$$eval('[data-finding]', (items) =>
+      items.map((i) => [i.getAttribute('data-finding'), i.textContent ?? '']),
+    );
+    const kinds = findings.map(([k]) => k);
+    expect(kinds).toEqual([
+      'overrides',
+      'unauthenticated',
+      'outgoing-secrets',
+      'hidden-content',
+      'secrets-scrubbed',
+      'denial-bursts',
+      'writes',
+      'new-principals',
+    ]);
+    const text = Object.fromEntries(findings) as Record<string, string>;
+    expect(text.overrides).toContain('POSTGRES_ALLOW_PRIVILEGED_ROLE');
+    expect(text.unauthenticated).toMatch(
+      /^HIGH: 3 call\(s\) reached a server over HTTP without authentication/,
+    );
+    expect(text['outgoing-secrets']).toContain('bob');
+    expect(text['hidden-content']).toContain('github:acme/api#7 (1: tag, zero_width)');
+    expect(text['denial-bursts']).toContain(
+      'mallory 6 denials in the minute from 2026-11-29T09:12Z',
+    );
+    // The findings come before the counts, the counts count each call once.
+    const order = await page.$$eval('[data-findings], [data-kpis]', (els) =>
+      els.map((e) => (e.hasAttribute('data-findings') ? 'findings' : 'kpis')),
+    );
+    expect(order).toEqual(['findings', 'kpis']);
+    const kpi = async (name: string) => Number(await page.textContent(`[data-kpi="${name}"]`));
+    expect((await kpi('succeeded')) + (await kpi('denied')) + (await kpi('errors'))).toBe(
+      await kpi('calls'),
+    );
+    // The rule that refused each denial, as its own column.
+    const rules = await page.$$eval('[data-table="failures"] td[data-rule]', (cells) =>
+      cells.map((c) => c.getAttribute('data-rule')),
+    );
+    expect(new Set(rules)).toEqual(new Set(['outgoing_secret', 'allow_list']));
+    // The start record's configuration, shown with it.
+    expect(await page.textContent('[data-table="lifecycle-events"] [data-config]')).toContain(
+      '"GATEHOUSE_AUTH"',
+    );
+  });
+
+  it('shows the findings above the fold at 1400×1000 (a screenshot is kept beside the report)', async () => {
+    const dir = tempDir();
+    const path = session(join(dir, 'audit.jsonl'), dir);
+    const html = join(dir, 'report.html');
+    expect((await cli('report', '--out', html, '--key', join(dir, 'pub.pem'), path)).code).toBe(0);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(pathToFileURL(html).href);
+    const box = await page.locator('[data-findings]').boundingBox();
+    expect(box).not.toBeNull();
+    expect(box!.y + box!.height).toBeLessThanOrEqual(1000);
+    const shot = join(dir, 'report-1400x1000.png');
+    await page.screenshot({ path: shot });
+    expect(readFileSync(shot).subarray(1, 4).toString()).toBe('PNG');
+    await page.close();
+  });
+
+  it('names as new only the principals not seen before the period (--from)', async () => {
+    const dir = tempDir();
+    const path = session(join(dir, 'audit.jsonl'), dir);
+    const html = join(dir, 'report.html');
+    expect((await cli('report', '--out', html, '--from', '2026-11-29T09:11:00Z', path)).code).toBe(
+      0,
+    );
+    const { page } = await open(html);
+    const newcomers = await page.textContent('[data-finding="new-principals"]');
+    expect(newcomers).toContain('Principals first seen in the period');
+    expect(newcomers).toContain('mallory');
+    // alice called before 09:11 and again after: known, not new.
+    expect(newcomers).not.toContain('alice');
+  });
+
+  it('says when there is nothing to look at first', async () => {
+    const { privatePem, publicPem } = keyPair();
+    const path = writeLog({ calls: 4, signerPem: privatePem });
+    const dir = tempDir();
+    writeFileSync(join(dir, 'pub.pem'), publicPem);
+    const html = join(dir, 'report.html');
+    expect((await cli('report', '--out', html, '--key', join(dir, 'pub.pem'), path)).code).toBe(0);
+    const { page } = await open(html);
+    const kinds = await page.$$eval('[data-finding]', (items) =>
+      items.map((i) => i.getAttribute('data-finding')),
+    );
+    expect(kinds.filter((k) => !['writes', 'new-principals'].includes(k!))).toEqual([]);
   });
 });
