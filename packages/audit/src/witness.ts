@@ -10,7 +10,6 @@ import { readFileSync } from 'node:fs';
 import type { KeyObject } from 'node:crypto';
 import { checkpointPayload, recordHash, verifyCheckpoint } from './chain.js';
 import type { AuditRecord } from './record.js';
-import type { Damage } from './verify.js';
 
 /** One checkpoint as a witness holds it. */
 export interface WitnessedCheckpoint {
@@ -128,6 +127,15 @@ export function readWitness(
   return { checkpoints, forged };
 }
 
+/** Damage a witness finds (the shape of verify's `Damage`, kept here to keep imports one-way). */
+export interface WitnessDamage {
+  kind: 'rewritten' | 'truncated';
+  file: string;
+  line: number;
+  seq: number;
+  message: string;
+}
+
 /** What a log showed of the witnessed positions. */
 export interface WitnessReport {
   /** Witnessed checkpoints of the streams in the log. */
@@ -156,7 +164,7 @@ export class WitnessCheck {
   readonly #confirmed = new Map<WitnessedCheckpoint, number>();
   /** The last position of each stream the witness confirmed: the log is as written up to it. */
   readonly #lastGood = new Map<string, number>();
-  #damage: Damage | undefined;
+  #damage: WitnessDamage | undefined;
 
   constructor(copy: WitnessCopy) {
     this.#copy = copy;
@@ -194,7 +202,7 @@ export class WitnessCheck {
   }
 
   /** The report, and the first damage found. */
-  finish(): { report: WitnessReport; damage?: Damage } {
+  finish(): { report: WitnessReport; damage?: WitnessDamage } {
     const report: WitnessReport = {
       checkpoints: 0,
       matched: 0,

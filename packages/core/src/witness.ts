@@ -10,6 +10,7 @@ import { hostname } from 'node:os';
 import { createConnection } from 'node:net';
 import type { Socket } from 'node:net';
 import type { AuditRecord, CheckpointWitness } from '@gatehouse/audit';
+import type { LogRecordExporter } from '@opentelemetry/sdk-logs';
 import type { Logger } from './logger.js';
 
 /** Checkpoints a witness keeps while its receiver is away; older ones are dropped (and said). */
@@ -150,12 +151,39 @@ export async function otlpWitness(
     { OTLPLogExporter },
     { resourceFromAttributes },
     api,
+    { ExportResultCode },
   ] = await Promise.all([
     import('@opentelemetry/sdk-logs'),
     import('@opentelemetry/exporter-logs-otlp-http'),
     import('@opentelemetry/resources'),
     import('@opentelemetry/api'),
+    import('@opentelemetry/core'),
   ]);
+  // The exporter's outcome of each batch, said in the server's log when it changes: the SDK
+  // itself reports export failures only to OpenTelemetry's diagnostics channel.
+  const exporter = new OTLPLogExporter({ url: endpoint.href });
+  let down = false;
+  const watched: LogRecordExporter = {
+    export: (logs, done) =>
+      exporter.export(logs, (result) => {
+        const failed = result.code !== ExportResultCode.SUCCESS;
+        if (failed && !down) {
+          options.logger.error(
+            { witness: endpoint.href, err: result.error?.message },
+            'audit witness (OTLP) did not take checkpoints: the collector is away or refused them',
+          );
+        } else if (!failed && down) {
+          options.logger.info(
+            { witness: endpoint.href },
+            'audit witness (OTLP) takes checkpoints again',
+          );
+        }
+        down = failed;
+        done(result);
+      }),
+    shutdown: () => exporter.shutdown(),
+    forceFlush: () => exporter.forceFlush(),
+  };
   const provider = new LoggerProvider({
     resource: resourceFromAttributes({
       'service.name': options.serviceName,
@@ -164,7 +192,7 @@ export async function otlpWitness(
     }),
     processors: [
       new BatchLogRecordProcessor({
-        exporter: new OTLPLogExporter({ url: endpoint.href }),
+        exporter: watched,
         scheduledDelayMillis: 200,
         maxQueueSize: QUEUE_LIMIT,
       }),

@@ -311,4 +311,29 @@ describe('a witness that is away', () => {
       connection.stderr.filter((l) => l.includes('checkpoints are queued until it is back')),
     ).toHaveLength(1);
   });
+
+  it('an OTLP collector that is away is said in the log too (not only to OpenTelemetry diagnostics)', async () => {
+    const port = await freePort();
+    const connection = await connectStdio(process.execPath, [demoServer], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        GATEHOUSE_AUDIT_SINKS: 'file',
+        GATEHOUSE_AUDIT_FILE: join(dir, 'away-otlp.jsonl'),
+        GATEHOUSE_AUDIT_CHECKPOINT_EVERY: '1',
+        GATEHOUSE_AUDIT_WITNESS_OTLP: `http://127.0.0.1:${port}/v1/logs`,
+      },
+    });
+    const result = await connection.client.callTool({
+      name: 'demo_echo',
+      arguments: { text: 'away' },
+    });
+    expect(result.isError).toBeFalsy();
+    await eventually(
+      () =>
+        connection.stderr.some((l) => l.includes('audit witness (OTLP) did not take checkpoints')),
+      Boolean,
+      20_000,
+    );
+    await connection.close();
+  });
 });
