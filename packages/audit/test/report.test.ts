@@ -29,6 +29,17 @@ afterAll(async () => {
 
 const open = (html: string) => openReport(browser, html);
 
+/** The event of a lifecycle or security record. */
+const event = (action: string, reason: string, outcome: 'success' | 'failure') => ({
+  id: randomUUID(),
+  kind: 'event' as const,
+  category: ['process' as const],
+  type: ['info' as const],
+  action: action as 'gatehouse/start',
+  outcome,
+  reason: reason as 'started',
+});
+
 describe('gatehouse-audit report in headless Chromium', () => {
   it('renders a self-contained page whose charts carry the log’s numbers', async () => {
     const { privatePem, publicPem } = keyPair();
@@ -131,15 +142,6 @@ describe('gatehouse-audit report in headless Chromium', () => {
       sinks: [fileSink({ path, maxBytes: 1 << 30, daily: false })],
       service: SERVICE,
     });
-    const event = (action: string, reason: string, outcome: 'success' | 'failure') => ({
-      id: randomUUID(),
-      kind: 'event' as const,
-      category: ['process' as const],
-      type: ['info' as const],
-      action: action as 'gatehouse/start',
-      outcome,
-      reason: reason as 'started',
-    });
     const at = new Date(Date.UTC(2026, 10, 29, 8, 0)).toISOString();
     log.append({ '@timestamp': at, event: event('gatehouse/start', 'started', 'success') });
     log.append({
@@ -215,15 +217,6 @@ describe('what to look at first', () => {
     });
     const at = (minute: number, second = 0) =>
       new Date(Date.UTC(2026, 10, 29, 9, minute, second)).toISOString();
-    const event = (action: string, reason: string, outcome: 'success' | 'failure') => ({
-      id: randomUUID(),
-      kind: 'event' as const,
-      category: ['process' as const],
-      type: ['info' as const],
-      action: action as 'gatehouse/start',
-      outcome,
-      reason: reason as 'started',
-    });
     const call = (
       i: number,
       changes: Partial<AuditEntry> & { reason?: string; principal?: string },

@@ -284,16 +284,22 @@ describe('the independent verifier (packages/audit/python/verify.py)', () => {
 });
 
 describe('a witness that is away', () => {
-  it('never holds up a call: the server answers, and says in its log that checkpoints wait', async () => {
-    const port = await freePort(); // nothing listens there
-    const connection = await connectStdio(process.execPath, [demoServer], {
+  /** The demo server over stdio, a checkpoint after every record, with `witness` configured. */
+  const serverWith = (witness: Record<string, string>) =>
+    connectStdio(process.execPath, [demoServer], {
       env: {
         PATH: process.env.PATH ?? '',
         GATEHOUSE_AUDIT_SINKS: 'file',
-        GATEHOUSE_AUDIT_FILE: join(dir, 'away.jsonl'),
+        GATEHOUSE_AUDIT_FILE: join(dir, `away-${Object.keys(witness).join('-')}.jsonl`),
         GATEHOUSE_AUDIT_CHECKPOINT_EVERY: '1',
-        GATEHOUSE_AUDIT_WITNESS_SYSLOG: `tcp://127.0.0.1:${port}`,
+        ...witness,
       },
+    });
+
+  it('never holds up a call: the server answers, and says in its log that checkpoints wait', async () => {
+    const port = await freePort(); // nothing listens there
+    const connection = await serverWith({
+      GATEHOUSE_AUDIT_WITNESS_SYSLOG: `tcp://127.0.0.1:${port}`,
     });
     for (let i = 0; i < 3; i++) {
       const result = await connection.client.callTool({
@@ -314,14 +320,8 @@ describe('a witness that is away', () => {
 
   it('an OTLP collector that is away is said in the log too (not only to OpenTelemetry diagnostics)', async () => {
     const port = await freePort();
-    const connection = await connectStdio(process.execPath, [demoServer], {
-      env: {
-        PATH: process.env.PATH ?? '',
-        GATEHOUSE_AUDIT_SINKS: 'file',
-        GATEHOUSE_AUDIT_FILE: join(dir, 'away-otlp.jsonl'),
-        GATEHOUSE_AUDIT_CHECKPOINT_EVERY: '1',
-        GATEHOUSE_AUDIT_WITNESS_OTLP: `http://127.0.0.1:${port}/v1/logs`,
-      },
+    const connection = await serverWith({
+      GATEHOUSE_AUDIT_WITNESS_OTLP: `http://127.0.0.1:${port}/v1/logs`,
     });
     const result = await connection.client.callTool({
       name: 'demo_echo',
