@@ -254,7 +254,7 @@ vector(
     .filter((x) => x.event.action === 'audit/checkpoint')
     .map((x) => `<110>1 ${x['@timestamp']} host vectors 1 checkpoint - ${JSON.stringify(x)}`)
     .join('\n');
-  writeFileSync(join(OUT, 'rewritten.witness.log'), `${witness}\n`);
+  writeFileSync(join(OUT, 'rewritten.witness.syslog'), `${witness}\n`);
   const r = baseRecords();
   r[4].user.id = 'mallory';
   reseal(r, key.private);
@@ -265,7 +265,7 @@ vector(
     { intact: false, kind: 'rewritten', line: 7, seq: 6 },
     {
       ...withKey,
-      witness: ['rewritten.witness.log'],
+      witness: ['rewritten.witness.syslog'],
     },
   );
 }

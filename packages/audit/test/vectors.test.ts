@@ -102,6 +102,18 @@ describe('the test vectors (docs/audit-vectors)', () => {
     }
   });
 
+  it('are all files git keeps: none of them matches a .gitignore pattern (a *.log once did)', () => {
+    const named = [
+      'expected.json',
+      ...vectors.flatMap((v) => [v.file, ...(v.keys ?? []), ...(v.witness ?? [])]),
+    ];
+    const ignored = named.filter(
+      (name) =>
+        spawnSync('git', ['check-ignore', '--no-index', '-q', join(VECTORS, name)]).status === 0,
+    );
+    expect(ignored).toEqual([]);
+  });
+
   it.each(vectors.map((v) => [v.file, v] as const))(
     '%s: both verifiers give the expected verdict',
     async (_, v) => {
