@@ -122,8 +122,16 @@ export async function serverJson(id, { bundle, bundleUrl, imagePrefix = 'localho
   };
 }
 
+/** Compiled validators by schema file (a bundle run checks every server against one). */
+const compiled = new Map();
+
 /** A validator for a JSON Schema file (draft-07, or 2020-12 when it says so). */
 function validator(schemaFile) {
+  if (!compiled.has(schemaFile)) compiled.set(schemaFile, compile(schemaFile));
+  return compiled.get(schemaFile);
+}
+
+function compile(schemaFile) {
   const schema = JSON.parse(readFileSync(schemaFile, 'utf8'));
   const ajv = new (String(schema.$schema).includes('2020-12') ? Ajv2020 : Ajv)({
     allErrors: true,

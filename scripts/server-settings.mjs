@@ -12,8 +12,16 @@ export const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** The oldest Node a server runs on (the bin refuses older ones). */
 export const MIN_NODE = '22.19.0';
 
+/** Read once per server and process: the bundle and its registry entry both ask. */
+const read = new Map();
+
 /** The package, definition and settings of server `id` (its folder under servers/). */
-export async function serverSettings(id) {
+export function serverSettings(id) {
+  if (!read.has(id)) read.set(id, load(id));
+  return read.get(id);
+}
+
+async function load(id) {
   const pkg = JSON.parse(readFileSync(join(ROOT, 'servers', id, 'package.json'), 'utf8'));
   const { docs } = await import(pkg.name);
   const { describeConfig } = await import('@gatehouse/core/docs');

@@ -149,7 +149,6 @@ const rowOf = (r: AuditRecord): Row => ({
  */
 export class ReportBuilder {
   calls = 0;
-  failures = 0;
   /** Calls per minute (epoch minute → counts), while there are at most MAX_KEYS minutes. */
   readonly #minutes = new Map<number, { success: number; failure: number }>();
   #minutesComplete = true;
@@ -168,6 +167,7 @@ export class ReportBuilder {
   readonly #overridden = new Counter();
   /** Calls that reached a server over HTTP without authentication (GATEHOUSE_AUTH=none). */
   readonly #unauthenticated = new Counter();
+  #unauthenticatedCalls = 0;
   readonly #outgoingSecrets = new Recent<Row>(RECENT_FAILURES);
   /** Answers whose text carried hidden characters, by where they came from. */
   readonly #hidden = new Counter();
@@ -266,8 +266,10 @@ export class ReportBuilder {
     this.#principals.add(principal);
     if (!this.#firstSeen.has(principal) && this.#firstSeen.size < MAX_KEYS)
       this.#firstSeen.set(principal, time);
-    if (r.auth?.method === 'none' && r.mcp?.transport === 'http')
+    if (r.auth?.method === 'none' && r.mcp?.transport === 'http') {
       this.#unauthenticated.add(principal);
+      this.#unauthenticatedCalls++;
+    }
     if (ok) this.succeeded++;
     else if (r.event.reason === 'denied') {
       this.denied++;
@@ -290,7 +292,6 @@ export class ReportBuilder {
     if (r.target) this.#targets.add(r.target.resource);
     this.#servers.add(r.service.name);
     if (!ok) {
-      this.failures++;
       this.#failures.push(row());
     }
     if (r.tool?.access === 'write' && r.event.reason !== 'denied') {
@@ -416,12 +417,11 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
         severity: 'high',
         html: `Security checks overridden by configuration: ${list(this.#overridden.top(5))} — <a href="#lifecycle">lifecycle</a>.`,
       });
-    if (this.#unauthenticated.size > 0) {
-      const total = this.#unauthenticated.top(MAX_KEYS).reduce((n, [, c]) => n + c, 0);
+    if (this.#unauthenticatedCalls > 0) {
       items.push({
         kind: 'unauthenticated',
         severity: 'high',
-        html: `<b>${escape(total)}</b> call(s) reached a server over HTTP <b>without authentication</b> (GATEHOUSE_AUTH=none: whoever could reach the port), recorded as ${list(this.#unauthenticated.top(3))}.`,
+        html: `<b>${escape(this.#unauthenticatedCalls)}</b> call(s) reached a server over HTTP <b>without authentication</b> (GATEHOUSE_AUTH=none: whoever could reach the port), recorded as ${list(this.#unauthenticated.top(3))}.`,
       });
     }
     if (this.#outgoingSecrets.total > 0) {

@@ -80,7 +80,6 @@ export class AuditLog {
   readonly stream = randomUUID();
   readonly #sinks: readonly LineSink[];
   readonly #witnesses: readonly CheckpointWitness[];
-  #lastLine = '';
   readonly #service: { name: string; version: string };
   readonly #signer: CheckpointSigner | undefined;
   readonly #every: number;
@@ -168,7 +167,7 @@ export class AuditLog {
   };
 
   #append(entry: AuditEntry): AuditRecord {
-    const record = this.#write(
+    const { record } = this.#write(
       this.#scrub === undefined ? entry : (scrubbed(entry, this.#scrub) as AuditEntry),
     );
     if (++this.#sinceCheckpoint >= this.#every) this.#checkpoint();
@@ -197,7 +196,7 @@ export class AuditLog {
         }
       : { covers, algorithm: 'none' as const, time, records: this.#sinceCheckpoint };
     this.#sinceCheckpoint = 0;
-    const record = this.#write(
+    const { record, line } = this.#write(
       {
         '@timestamp': time,
         event: {
@@ -212,7 +211,7 @@ export class AuditLog {
       },
       checkpoint,
     );
-    for (const witness of this.#witnesses) witness.send(record, this.#lastLine);
+    for (const witness of this.#witnesses) witness.send(record, line);
     return record;
   }
 
@@ -238,7 +237,10 @@ export class AuditLog {
     }
   }
 
-  #write(entry: AuditEntry, checkpoint?: AuditRecord['audit']['checkpoint']): AuditRecord {
+  #write(
+    entry: AuditEntry,
+    checkpoint?: AuditRecord['audit']['checkpoint'],
+  ): { record: AuditRecord; line: string } {
     // The integrity members in canonical key order (the top level is put in order when sealed).
     const record = {
       ...entry,
@@ -269,7 +271,6 @@ export class AuditLog {
     this.#seq++;
     this.#prevHash = sealed.hash;
     const line = `${sealed.line}\n`;
-    this.#lastLine = line;
     for (const sink of this.#sinks) {
       try {
         sink.write(line);
@@ -278,7 +279,7 @@ export class AuditLog {
         this.#failures.set(sink.name, error as Error);
       }
     }
-    return record;
+    return { record, line };
   }
 }
 

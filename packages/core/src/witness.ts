@@ -51,13 +51,9 @@ export function syslogWitness(
   };
 
   const flush = (): void => {
-    while (connected && socket !== undefined && queue.length > 0) {
-      const next = queue[0]!;
-      // Taken off the queue once handed to the kernel; a connection that dies with data in
-      // flight may lose it (TCP syslog has no acknowledgement) — the next checkpoint covers it.
-      queue.shift();
-      socket.write(next);
-    }
+    // Taken off the queue once handed to the kernel; a connection that dies with data in flight
+    // may lose it (TCP syslog has no acknowledgement) — the next checkpoint covers it.
+    while (connected && socket !== undefined && queue.length > 0) socket.write(queue.shift()!);
   };
 
   const connect = (): void => {

@@ -403,29 +403,24 @@ export function inputSchema(query: CuratedQuery): z.ZodObject {
 
 /** The caller-bound parameters of a query, as the core resolves them (never from arguments). */
 export function boundParameters(query: CuratedQuery): BoundParameter[] {
-  return query.parameters.flatMap((p) =>
-    p.bound === undefined
-      ? []
-      : [{ name: p.name, from: p.bound, check: (value: string) => boundValue(p, value) }],
-  );
+  return query.parameters.flatMap((p) => {
+    if (p.bound === undefined) return [];
+    // Built once: the check runs in every call.
+    const schema = valueSchema(p);
+    return [
+      { name: p.name, from: p.bound, check: (value: string) => schema.parse(typed(p, value)) },
+    ];
+  });
 }
 
 /**
- * A bound value as the statement takes it, or why the caller's value does not fit the
- * parameter (a claim that is no integer, a string over its length): the call is then refused.
+ * A caller's value (a claim is text) in the parameter's type, for its schema to hold to the
+ * parameter's bounds: a claim that is no integer, or a string over its length, is then refused.
  */
-function boundValue(p: CuratedParameter, value: string): string | number | boolean {
-  const raw: unknown =
-    p.type === 'integer' || p.type === 'number'
-      ? Number(value)
-      : p.type === 'boolean'
-        ? value === 'true'
-          ? true
-          : value === 'false'
-            ? false
-            : value
-        : value;
-  return valueSchema(p).parse(raw) as string | number | boolean;
+function typed(p: CuratedParameter, value: string): unknown {
+  if (p.type === 'integer' || p.type === 'number') return Number(value);
+  if (p.type === 'boolean') return value === 'true' ? true : value === 'false' ? false : value;
+  return value;
 }
 
 /** The statement's values in $n order: the model's arguments and the caller's bound values. */
