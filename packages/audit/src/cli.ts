@@ -20,7 +20,7 @@ const USAGE = `gatehouse-audit — read, check and review Gatehouse audit logs
   gatehouse-audit verify [--key PUBLIC.pem]... [--witness FILE]... [--allow-open-tail] [--json] FILE...|-
   gatehouse-audit query  [filters] [--format table|json] [--limit N] FILE...|-
   gatehouse-audit export --format jsonl|csv|ocsf [filters] FILE...|-
-  gatehouse-audit report --out REPORT.html [--key PUBLIC.pem]... [--allow-open-tail] [--title T] [filters] FILE...|-
+  gatehouse-audit report --out REPORT.html [--key PUBLIC.pem]... [--witness FILE]... [--allow-open-tail] [--title T] [filters] FILE...|-
   gatehouse-audit keygen --out DIR
 
 Filters: --from T --to T (ISO 8601, or 30m/24h/7d ago), --principal ID, --tool NAME,
@@ -181,6 +181,9 @@ export async function main(
     if (positionals.length === 0)
       throw new UsageError(`${command} needs at least one FILE (or - for standard input)`);
     const keys = loadPublicKeys(values.key ?? []);
+    // verify and report alike: a reviewer who opens the report holds the log to the witness too.
+    const witness =
+      values.witness === undefined ? {} : { witness: readWitness(values.witness, keys) };
     const filter = filterFrom(values);
     const keep = matcher(filter);
 
@@ -188,7 +191,7 @@ export async function main(
       const report = await verifyLines(readLines(positionals), {
         keys,
         allowOpenTail: values['allow-open-tail'] === true,
-        ...(values.witness === undefined ? {} : { witness: readWitness(values.witness, keys) }),
+        ...witness,
       });
       await write(
         out,
@@ -213,6 +216,7 @@ export async function main(
       const integrity = await verifyLines(readLines(positionals), {
         keys,
         allowOpenTail: values['allow-open-tail'] === true,
+        ...witness,
         // A damaged log is reported whole, the damage marked where it is.
         continueAfterDamage: true,
         onDamage: (damage) => builder.markDamage(damage),

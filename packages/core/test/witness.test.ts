@@ -199,6 +199,33 @@ describe('a log rewritten and re-signed on its host', () => {
     }
   });
 
+  it('the report held to the witness says so too: damaged, rewritten (another road to the same verdict)', async () => {
+    const forged = records(LOG);
+    forged.find((r) => r.event.action === 'tools/call' && r.audit.seq > 2)!.user = {
+      id: 'mallory',
+    };
+    const file = join(dir, 'rewritten-report.jsonl');
+    writeFileSync(file, reseal(forged));
+    const html = join(dir, 'report.html');
+    const alone = await audit(['report', '--out', html, '--key', PUBLIC, file]);
+    expect(alone.code, alone.out).toBe(0);
+    const held = await audit([
+      'report',
+      '--out',
+      html,
+      '--key',
+      PUBLIC,
+      '--witness',
+      syslog.file,
+      file,
+    ]);
+    expect(held.code, held.out).toBe(1);
+    const page = readFileSync(html, 'utf8');
+    expect(page).toContain('data-integrity="damaged"');
+    expect(page).toContain('Integrity: DAMAGED — rewritten');
+    expect(page).toMatch(/data-finding="damage"[^>]*>.*Integrity damage \(<b>rewritten<\/b>\)/);
+  });
+
   it('cut short and closed again: verifies on its own, and the witness says records were removed', async () => {
     // Keep the first records, then close the chain properly with the host's key, as an
     // intruder who wants the last calls gone would.
