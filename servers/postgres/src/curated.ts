@@ -418,7 +418,11 @@ export function boundParameters(query: CuratedQuery): BoundParameter[] {
  * parameter's bounds: a claim that is no integer, or a string over its length, is then refused.
  */
 function typed(p: CuratedParameter, value: string): unknown {
-  if (p.type === 'integer' || p.type === 'number') return Number(value);
+  // Only the plain decimal spelling counts as a number: Number() would also read "0x11", " 17",
+  // "1e1" or "" (as 0) — a claim that is not certainly the number stays text, and is refused.
+  if (p.type === 'integer') return /^-?(?:0|[1-9]\d*)$/.test(value) ? Number(value) : value;
+  if (p.type === 'number')
+    return /^-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?$/.test(value) ? Number(value) : value;
   if (p.type === 'boolean') return value === 'true' ? true : value === 'false' ? false : value;
   return value;
 }

@@ -325,6 +325,10 @@ describe('a bound parameter', () => {
     ['no such claim', { tenant: 'a' }],
     ['a claim that is not an integer', { customer_id: '17 OR 1=1' }],
     ['a claim below the minimum', { customer_id: '0' }],
+    ['a claim in hexadecimal', { customer_id: '0x11' }],
+    ['a claim with a space', { customer_id: ' 17' }],
+    ['a claim in exponent notation', { customer_id: '1.7e1' }],
+    ['an empty claim', { customer_id: '' }],
   ])('refuses a caller with %s, before anything runs', async (_, claims) => {
     const other = await connect({}, { id: 'p', authMethod: 'api_key', scopes: ['*'], claims });
     try {
