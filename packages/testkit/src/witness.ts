@@ -94,8 +94,12 @@ export async function startRsyslog(
 }
 
 /**
- * A loopback OTLP/HTTP logs receiver: answers every POST to /v1/logs as a collector does (200,
- * an empty ExportLogsServiceResponse) and appends the request's JSON body to its file.
+ * A loopback OTLP/HTTP logs receiver: answers a POST to /v1/logs as a collector does and appends
+ * the request's JSON body to its file. As the OTLP specification's "OTLP/HTTP" section
+ * (https://opentelemetry.io/docs/specs/otlp/#otlphttp) says: the JSON encoding is the one sent with
+ * `Content-Type: application/json` (anything else is refused here, 415 — this receiver reads no
+ * protobuf), the default logs path is `/v1/logs`, and success is 200 with an
+ * ExportLogsServiceResponse (`{}`); a body that does not parse is a 400.
  */
 export async function startOtlpReceiver(): Promise<TestWitness> {
   const dir = mkdtempSync(join(tmpdir(), 'gatehouse-otlp-'));
@@ -106,6 +110,10 @@ export async function startOtlpReceiver(): Promise<TestWitness> {
     req.on('end', () => {
       if (req.method !== 'POST' || req.url !== '/v1/logs') {
         res.writeHead(404).end();
+        return;
+      }
+      if (!/^application\/json\b/.test(req.headers['content-type'] ?? '')) {
+        res.writeHead(415).end();
         return;
       }
       const body = Buffer.concat(chunks).toString('utf8');
