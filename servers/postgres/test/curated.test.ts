@@ -557,7 +557,7 @@ describe('the built server', () => {
     GATEHOUSE_STRUCTURED_OUTPUT: 'true',
   });
 
-  it('binds an API key’s claim over HTTP, and its start record carries the file’s SHA-256', async () => {
+  it('binds an API key’s claim over HTTP in the 2026 era (and refuses an override there too), and its start record carries the file’s SHA-256', async () => {
     const server = await spawnServer(process.execPath, [BIN], {
       env: {
         ...base(),
@@ -577,7 +577,9 @@ describe('the built server', () => {
       },
     });
     try {
+      // The 2026-07-28 era over HTTP (the in-memory tests above speak 2025-11-25 over a pipe).
       const { client, close } = await connectHttp(server.url!, {
+        era: 'modern',
         headers: { authorization: `Bearer ${KEY}` },
       });
       try {
@@ -589,6 +591,12 @@ describe('the built server', () => {
             [],
           ),
         );
+        const overridden = await client.callTool({
+          name: 'my_orders',
+          arguments: { CustomerId: 3 },
+        });
+        expect(overridden.isError).toBe(true);
+        expect(text(overridden)).toContain('customer_id is taken from the caller');
       } finally {
         await close();
       }
