@@ -12,6 +12,7 @@ import type { MaskPattern } from './masking.js';
 import { relationKey } from './resolve.js';
 import type { MaskedColumn, RelationInfo } from './resolve.js';
 import { checkRole, describeFindings } from './role-check.js';
+import { frameLimit, guardFrames } from './frame-guard.js';
 import { ReadOnlyStatement, SESSION_CHECK } from './pipeline.js';
 import type { QueryParam } from './pipeline.js';
 import type { RoleReport } from './role-check.js';
@@ -54,9 +55,19 @@ const UNAVAILABLE_NODE_CODES = new Set([
 const UNAVAILABLE_MESSAGES =
   /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Connection ended|the database system is (?:starting up|shutting down|in recovery mode)/i;
 
+/**
+ * Errors a statement causes by what it asks of the server — memory for the values it builds,
+ * temporary files for its sorts: PostgreSQL answers them to that statement, and they are the
+ * request's, not an outage (the statement would fail again; others are not affected).
+ */
+const STATEMENT_RESOURCE_CODES = new Set(['53200', '53100']);
+
 function isUnavailable(error: unknown): boolean {
   if (!(error instanceof Error)) return false;
   const code = (error as { code?: unknown }).code;
+  if (error instanceof pg.DatabaseError && STATEMENT_RESOURCE_CODES.has(code as string)) {
+    return false;
+  }
   if (typeof code === 'string') {
     if (UNAVAILABLE_NODE_CODES.has(code)) return true;
     // Class 08 is the connection, except 08P01 (a protocol violation: our request was wrong).
@@ -91,6 +102,12 @@ export function translateError(error: unknown, signal?: AbortSignal): unknown {
           ? 'The query ran past the statement timeout and PostgreSQL cancelled it. Narrow it (filters, LIMIT, aggregates) or check its plan with postgres_explain.'
           : 'PostgreSQL cancelled the query.',
         { code: 'statement_timeout', cause: error },
+      );
+    }
+    if (STATEMENT_RESOURCE_CODES.has(code) || code.startsWith('54')) {
+      return new ToolError(
+        `PostgreSQL could not run this statement (${code}): ${error.message}. It asks more of the database server than it allows: build smaller values (left(x, 1000)), fewer rows or columns, or aggregate without building the values (count, sum, length).`,
+        { code: 'statement_too_large', cause: error },
       );
     }
     if (code === '55P03') {
@@ -287,6 +304,22 @@ fn AS (
    WHERE c.castfunc <> 0 AND c.castsource IN (SELECT oid FROM obj WHERE kind = 't')
      AND c.casttarget IN (SELECT oid FROM obj WHERE kind = 't')
 ),
+-- The types the statement names, and every type each is built on (a domain's base, an array's
+-- element, a row type's attributes, a range's subtype): a type built on a reg* type looks a text
+-- up in the catalog when it reads one.
+tclos(root, oid) AS (
+  SELECT t.oid, t.oid
+    FROM unnest($7::text[], $8::text[]) w(schema, name)
+    JOIN pg_catalog.pg_namespace n ON n.nspname = w.schema
+    JOIN pg_catalog.pg_type t ON t.typname = w.name AND t.typnamespace = n.oid
+  UNION
+  SELECT c.root, e.x FROM tclos c JOIN pg_catalog.pg_type t ON t.oid = c.oid, LATERAL (
+    SELECT t.typbasetype UNION ALL SELECT t.typelem
+    UNION ALL SELECT a.atttypid FROM pg_catalog.pg_attribute a
+      WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL SELECT r.rngsubtype FROM pg_catalog.pg_range r WHERE r.rngtypid = t.oid
+  ) e(x) WHERE e.x <> 0
+),
 -- A function is "column notation" only when nothing else reaches it (the rules then judge it
 -- only if resolution finds it called).
 fns AS (
@@ -304,7 +337,13 @@ UNION ALL
 SELECT CASE c.relkind WHEN 'v' THEN 'view' ELSE 'foreign' END, n.nspname, c.relname, NULL, NULL, NULL,
        'view', CASE c.relkind WHEN 'v' THEN pg_catalog.pg_get_viewdef(c.oid) END
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-WHERE c.relkind IN ('v', 'f') AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))`;
+WHERE c.relkind IN ('v', 'f') AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))
+UNION ALL
+-- The named types whose input looks names up (see tclos).
+SELECT DISTINCT 'lookup type', n.nspname, t.typname, NULL::text, NULL::boolean, NULL::boolean, 'type', NULL::text
+FROM tclos JOIN pg_catalog.pg_type t ON t.oid = tclos.root
+JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
+WHERE tclos.oid = ANY ('{regclass,regtype,regproc,regprocedure,regoper,regoperator,regnamespace,regrole,regconfig,regdictionary,regcollation}'::pg_catalog.regtype[]::oid[])`;
 
 /**
  * What name resolution needs of relations (as schema and name arrays $1/$2), and of every
@@ -312,7 +351,7 @@ WHERE c.relkind IN ('v', 'f') AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE k
  * definition (deparsed under the session's search_path, which is the allowed schemas: names
  * outside it come back qualified), the columns its row-security policies read, the columns of
  * its own partition key and of its ancestors' ('' for a key expression), the schemas of its
- * inheritance children and partitions.
+ * inheritance children and partitions, and the planner's estimate of its rows (when analysed).
  */
 const RELATIONS = `WITH RECURSIVE wanted(oid) AS (
   SELECT c.oid
@@ -352,19 +391,23 @@ SELECT c.oid::text AS oid, n.nspname AS schema, c.relname AS name, c.relkind::te
           UNION SELECT i.inhrelid FROM below JOIN pg_catalog.pg_inherits i ON i.inhparent = below.relid)
         SELECT DISTINCT dn.nspname::text FROM below
           JOIN pg_catalog.pg_class dc ON dc.oid = below.relid
-          JOIN pg_catalog.pg_namespace dn ON dn.oid = dc.relnamespace) AS descendant_schemas
+          JOIN pg_catalog.pg_namespace dn ON dn.oid = dc.relnamespace) AS descendant_schemas,
+  CASE WHEN c.relkind IN ('r', 'm', 'p') AND c.reltuples >= 0 THEN c.reltuples::float8 END AS row_estimate
 FROM wanted JOIN pg_catalog.pg_class c ON c.oid = wanted.oid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace`;
 
 /**
  * The masked columns: every column a POSTGRES_MASK_COLUMNS pattern matches (patterns as schema,
  * table and column arrays $1/$2/$3, `*` for any), in any schema but the system ones (a view may
- * read a hidden schema), then — by column name — every inheritance child and parent of a table
- * with a masked column, recursively: a partition holds its partitioned table's rows, a parent
- * shows its children's.
+ * read a hidden schema), then, recursively: by column name, every inheritance child and parent of
+ * a table with a masked column (a partition holds its partitioned table's rows, a parent shows its
+ * children's); and every generated column its table computes from a masked column (STORED or
+ * VIRTUAL: `upper(national_id)` is the masked value, written otherwise). `generated` is the
+ * generated column's kind ('s' stored, 'v' virtual, '' for a column that holds its own values),
+ * `source` the masked column it is computed from.
  */
-const MASKED_COLUMNS = `WITH RECURSIVE matched(relid, attname) AS (
-  SELECT c.oid, a.attname
+const MASKED_COLUMNS = `WITH RECURSIVE matched(relid, attname, source) AS (
+  SELECT c.oid, a.attname, NULL::pg_catalog.name
     FROM unnest($1::text[], $2::text[], $3::text[]) p(schema, tab, col)
     JOIN pg_catalog.pg_attribute a ON a.attname = p.col AND a.attnum > 0 AND NOT a.attisdropped
     JOIN pg_catalog.pg_class c ON c.oid = a.attrelid AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
@@ -373,14 +416,28 @@ const MASKED_COLUMNS = `WITH RECURSIVE matched(relid, attname) AS (
      AND (p.schema = '*' OR n.nspname = p.schema)
      AND n.nspname NOT IN ('pg_catalog', 'information_schema') AND n.nspname NOT LIKE 'pg\\_toast%'
   UNION
-  SELECT CASE WHEN i.inhparent = m.relid THEN i.inhrelid ELSE i.inhparent END, m.attname
-    FROM matched m JOIN pg_catalog.pg_inherits i ON i.inhparent = m.relid OR i.inhrelid = m.relid
+  SELECT x.relid, x.attname, x.source FROM matched m, LATERAL (
+    SELECT CASE WHEN i.inhparent = m.relid THEN i.inhrelid ELSE i.inhparent END, m.attname, m.source
+      FROM pg_catalog.pg_inherits i WHERE i.inhparent = m.relid OR i.inhrelid = m.relid
+    UNION ALL
+    SELECT g.attrelid, g.attname, coalesce(m.source, m.attname)
+      FROM pg_catalog.pg_attribute ma
+      JOIN pg_catalog.pg_depend d ON d.refclassid = 'pg_catalog.pg_class'::regclass
+       AND d.refobjid = ma.attrelid AND d.refobjsubid = ma.attnum
+       AND d.classid = 'pg_catalog.pg_attrdef'::regclass
+      JOIN pg_catalog.pg_attrdef ad ON ad.oid = d.objid
+      JOIN pg_catalog.pg_attribute g ON g.attrelid = ad.adrelid AND g.attnum = ad.adnum AND g.attgenerated <> ''
+     WHERE ma.attrelid = m.relid AND ma.attname = m.attname
+  ) x(relid, attname, source)
 )
-SELECT n.nspname AS schema, c.relname AS table, a.attname AS column, c.oid::text AS table_oid, a.attnum
+SELECT DISTINCT ON (c.oid, a.attnum)
+       n.nspname AS schema, c.relname AS table, a.attname AS column, c.oid::text AS table_oid, a.attnum,
+       a.attgenerated::text AS generated, m.source
 FROM matched m
 JOIN pg_catalog.pg_class c ON c.oid = m.relid
 JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
-JOIN pg_catalog.pg_attribute a ON a.attrelid = m.relid AND a.attname = m.attname AND NOT a.attisdropped`;
+JOIN pg_catalog.pg_attribute a ON a.attrelid = m.relid AND a.attname = m.attname AND NOT a.attisdropped
+ORDER BY c.oid, a.attnum, m.source NULLS FIRST`;
 
 /** The span attributes of a database: system, host and port (never the credentials). */
 function spanAttributesOf(connectionUrl: string): Record<string, string | number> {
@@ -474,10 +531,13 @@ export class PostgresDatabase {
       // outside our transaction, it is still read-only. The session's search_path is the
       // allowed schemas too, so that the catalog lookups deparse view definitions the way
       // name resolution reads them. (pg-pool awaits the returned promise.)
-      onConnect: (client) =>
-        client.query(
+      onConnect: (client) => {
+        // From its first message on, no message larger than the limit is buffered.
+        guardFrames(client, frameLimit(config.POSTGRES_MAX_BYTES));
+        return client.query(
           `SET SESSION default_transaction_read_only = on; SET SESSION statement_timeout = ${config.POSTGRES_STATEMENT_TIMEOUT_MS}; SET SESSION search_path = ${path}`,
-        ) as unknown as void,
+        ) as unknown as void;
+      },
     });
     // An idle connection that dies (database restart, network cut) must not crash the process;
     // the pool drops it and connects afresh on the next call.
@@ -868,7 +928,12 @@ export class PostgresDatabase {
         if (hit !== undefined) return hit;
         const found = await client.query<
           | ({ kind: 'function' } & ReachedFunction)
-          | { kind: 'view' | 'foreign'; schema: string; name: string; definition: string }
+          | {
+              kind: 'view' | 'foreign' | 'lookup type';
+              schema: string;
+              name: string;
+              definition: string;
+            }
         >({
           // Named: planned once per connection, not per query.
           name: 'gatehouse_reached_functions',
@@ -881,11 +946,13 @@ export class PostgresDatabase {
             ...splitNames(objects.columnFunctions),
           ],
         });
-        const reached: Reached = { functions: [], views: [], foreign: [] };
+        const reached: Reached = { functions: [], views: [], foreign: [], lookupTypes: [] };
         for (const row of found.rows) {
           if (row.kind === 'view') reached.views.push(row);
           else if (row.kind === 'foreign') reached.foreign.push(row);
-          else reached.functions.push(row as ReachedFunction);
+          else if (row.kind === 'lookup type') {
+            reached.lookupTypes.push(relationKey(row.schema, row.name));
+          } else reached.functions.push(row as ReachedFunction);
         }
         this.reachedCache?.set(key, reached);
         return reached;
@@ -917,6 +984,7 @@ export class PostgresDatabase {
           partition_key: string[];
           ancestor_keys: string[];
           descendant_schemas: string[];
+          row_estimate: number | null;
         }>({
           name: 'gatehouse_relations',
           text: RELATIONS,
@@ -938,6 +1006,7 @@ export class PostgresDatabase {
             partitionKey: row.partition_key,
             ancestorKeys: row.ancestor_keys,
             descendantSchemas: row.descendant_schemas,
+            ...(row.row_estimate === null ? {} : { rowEstimate: row.row_estimate }),
           });
         }
         for (const [key, info] of infos) {
@@ -995,6 +1064,8 @@ export class PostgresDatabase {
       column: string;
       table_oid: string;
       attnum: number;
+      generated: string;
+      source: string | null;
     }>(MASKED_COLUMNS, [
       this.maskPatterns.map((p) => p.schema),
       this.maskPatterns.map((p) => p.table),
@@ -1006,6 +1077,12 @@ export class PostgresDatabase {
       column: r.column,
       tableOid: Number(r.table_oid),
       attnum: r.attnum,
+      ...(r.source === null || r.generated === ''
+        ? {}
+        : {
+            generated: r.generated === 'v' ? ('virtual' as const) : ('stored' as const),
+            source: r.source,
+          }),
     }));
     return { columns, byOrigin: new Map(columns.map((c) => [`${c.tableOid}:${c.attnum}`, c])) };
   }

@@ -214,10 +214,71 @@ const SETTINGS = `SELECT pg_catalog.set_config('search_path', $1, true),
  */
 export const SESSION_CHECK = `SELECT pg_catalog.concat_ws(', ',
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_locks WHERE pid = pg_catalog.pg_backend_pid() AND locktype = 'advisory') THEN 'advisory locks' END,
-  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE from_sql OR name NOT IN ('gatehouse_reached_functions', 'gatehouse_relations', 'gatehouse_begin', 'gatehouse_settings', 'gatehouse_rollback', 'gatehouse_session_check')) THEN 'prepared statements' END,
+  CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_prepared_statements WHERE from_sql OR name NOT IN ('gatehouse_reached_functions', 'gatehouse_relations', 'gatehouse_lookup_types', 'gatehouse_begin', 'gatehouse_settings', 'gatehouse_rollback', 'gatehouse_session_check')) THEN 'prepared statements' END,
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_cursors WHERE name <> '') THEN 'open cursors' END,
   CASE WHEN EXISTS (SELECT 1 FROM pg_catalog.pg_listening_channels()) THEN 'LISTEN channels' END,
   CASE WHEN pg_catalog.current_setting('default_transaction_read_only') <> 'on' THEN 'changed settings' END,
   CASE WHEN pg_catalog.pg_my_temp_schema() <> 0 AND EXISTS (SELECT 1 FROM pg_catalog.pg_class WHERE relnamespace = pg_catalog.pg_my_temp_schema()) THEN 'temporary objects' END,
   CASE WHEN current_user <> session_user THEN 'another role' END
 ) AS dirty`;
+
+/**
+ * The types PostgreSQL infers for a statement's parameters (`$1`, `$2`, …), asked before any value
+ * is bound: Parse and Describe of the unnamed statement, then Sync — nothing runs, no value is
+ * looked up. A parameter whose type reads a text as a catalog name (`'employees'::regclass = $1`
+ * makes `$1` a regclass) would look its value up when bound.
+ */
+export class ParameterTypes implements Submittable {
+  readonly done: Promise<readonly number[]>;
+  private types: readonly number[] = [];
+  private failed: Error | undefined;
+  private settle!: (types: readonly number[]) => void;
+  private fail!: (error: Error) => void;
+  private readonly sql: string;
+  private connection: Connection | undefined;
+  private readonly listener = (message: { dataTypeIDs: number[] }): void => {
+    this.types = message.dataTypeIDs;
+  };
+
+  constructor(sql: string) {
+    this.sql = sql;
+    this.done = new Promise((resolve, reject) => {
+      this.settle = resolve;
+      this.fail = reject;
+    });
+  }
+
+  submit(connection: Connection): void {
+    const wire = connection as unknown as Wire & {
+      describe(message: { type: 'S' | 'P'; name: string }): void;
+    };
+    this.connection = connection;
+    connection.once('parameterDescription', this.listener);
+    connection.stream.cork();
+    try {
+      wire.parse({ text: this.sql });
+      wire.describe({ type: 'S', name: '' });
+      wire.sync();
+    } finally {
+      connection.stream.uncork();
+    }
+  }
+
+  handleRowDescription(): void {}
+  handleDataRow(): void {}
+  handleCommandComplete(): void {}
+  handlePortalSuspended(): void {}
+  handleEmptyQuery(): void {}
+  handleCopyInResponse(): void {}
+  handleCopyData(): void {}
+
+  handleError(error: Error): void {
+    this.failed = error;
+  }
+
+  handleReadyForQuery(): void {
+    this.connection?.removeListener('parameterDescription', this.listener);
+    if (this.failed !== undefined) this.fail(this.failed);
+    else this.settle(this.types);
+  }
+}

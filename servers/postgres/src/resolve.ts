@@ -50,6 +50,8 @@ export interface RelationInfo {
   readonly ancestorKeys: readonly string[];
   /** The schemas of its inheritance children and partitions (a scan of it reads them too). */
   readonly descendantSchemas: readonly string[];
+  /** The planner's estimate of its rows (pg_class.reltuples), once it has been analysed. */
+  readonly rowEstimate?: number;
 }
 
 /** A masked column of the database, as resolved from POSTGRES_MASK_COLUMNS (with inheritance). */
@@ -59,6 +61,13 @@ export interface MaskedColumn {
   readonly column: string;
   readonly tableOid: number;
   readonly attnum: number;
+  /**
+   * A generated column its table computes from the masked column `source`: a stored one holds
+   * the derived value (masked like the column), a virtual one computes it when read (refused,
+   * like a view's computed column: computing may fail with the value in the error).
+   */
+  readonly generated?: 'stored' | 'virtual';
+  readonly source?: string;
 }
 
 /** What resolution reads: the catalog, the masked columns and the allowed schemas. */
@@ -370,10 +379,40 @@ class Resolver {
     return view === undefined ? '' : ` (inside the view ${view.schema}.${view.name})`;
   }
 
+  /**
+   * How a refusal names a catalog object: by name where the caller may see it (an allowed
+   * schema, a system catalog), otherwise only as what it is — a refusal may name only what the
+   * caller wrote or may see, whatever a view reads behind it.
+   */
+  private named(schema: string, ...names: string[]): string {
+    if (this.catalog.allowed.has(schema) || SYSTEM_CATALOG(schema)) {
+      return [schema, ...names].join('.');
+    }
+    return names.length > 1
+      ? 'a column outside the allowed schemas'
+      : 'a relation outside the allowed schemas';
+  }
+
+  /**
+   * Refuses the statement. Inside a view's definition — text the caller is not shown — the
+   * message names only the view the statement reads, never the definition's own names.
+   */
   private refuse(
     rule: 'masked_column' | 'unresolved_reference' | 'schema_not_allowed' | 'system_catalog',
     message: string,
+    insideView?: string,
   ): never {
+    const view = this.views[0];
+    if (view !== undefined) {
+      const shown = `${view.schema}.${view.name}`;
+      throw new SqlRefusedError(
+        rule,
+        `${insideView ?? `the definition of the view ${shown} could not be resolved with certainty`}. Query the columns of ${shown} that do not carry masked values, or the tables it reads.`.replace(
+          '{view}',
+          shown,
+        ),
+      );
+    }
     throw new SqlRefusedError(rule, `${message}.`);
   }
 
@@ -384,12 +423,17 @@ class Resolver {
       return;
     }
     if (value.derived !== undefined) {
-      this.refuse('masked_column', `${shown} is ${value.derived}; it cannot be read`);
+      this.refuse(
+        'masked_column',
+        `${shown} is ${value.derived}; it cannot be read`,
+        `the view {view} uses a value ${value.derived} in its definition (a filter, a join, an ordering or a computation), so what it returns would reveal it`,
+      );
     }
     if (value.masked.length === 0) return;
     this.refuse(
       'masked_column',
       `${shown} is masked (${value.masked.join(', ')}) and is used in ${sink}${this.where()}. A masked column may only be listed as it is in the outermost SELECT (its values come back masked); it cannot be filtered, joined, sorted, grouped, aggregated, compared, transformed or cast, nor read through a subquery's result, a set operation or a whole-row value`,
+      `the view {view} uses the masked column ${value.masked.join(', ')} in its definition (a filter, a join, an ordering or a computation), so which rows or values it returns would reveal it`,
     );
   }
 
@@ -666,7 +710,7 @@ class Resolver {
       }
       return this.openItem(refname, name);
     }
-    const shown = `${info.schema}.${info.name}`;
+    const shown = this.named(info.schema, info.name);
     const view = this.views[0];
     if (view === undefined && !this.catalog.allowed.has(info.schema)) {
       this.refuse(
@@ -688,6 +732,7 @@ class Resolver {
         this.refuse(
           'masked_column',
           `a row-security policy of ${shown} filters its rows on the masked column ${masked.column}${this.where()}, so which rows it shows would reveal masked values`,
+          'the view {view} reads a relation whose row-security policy filters its rows on a masked column, so which rows it shows would reveal masked values',
         );
       }
     }
@@ -698,6 +743,7 @@ class Resolver {
       this.refuse(
         'masked_column',
         `${shown} is partitioned${info.ancestorKeys.length > 0 ? ' (as a partition of its table)' : ''} by the masked column ${key}${this.where()}: which partition a row is in, and the order a scan returns rows in, would reveal it`,
+        'the view {view} reads a relation partitioned by a masked column: which partition a row is in, and the order a scan returns rows in, would reveal it',
       );
     }
     const system = new Map<string, Value>();
@@ -768,9 +814,16 @@ class Resolver {
   relationColumns(info: RelationInfo): Column[] {
     const own = (attnum: number): Value => {
       const masked = this.catalog.masked(info.oid, attnum);
-      return masked === undefined
-        ? CLEAN
-        : { masked: [`${masked.schema}.${masked.table}.${masked.column}`] };
+      if (masked === undefined) return CLEAN;
+      const label = this.named(masked.schema, masked.table, masked.column);
+      // A virtual generated column computes the masked value's function when it is read.
+      if (masked.generated === 'virtual') {
+        return {
+          masked: [],
+          derived: `computed by the generated column ${label} from the masked column ${this.named(masked.schema, masked.table, masked.source ?? '')}`,
+        };
+      }
+      return { masked: [label] };
     };
     if (info.kind !== 'v' && info.kind !== 'm') {
       return info.columns.map((c) => ({ name: c.name, value: own(c.attnum) }));
@@ -781,7 +834,7 @@ class Resolver {
       // A materialized view stores what it computed: a value computed from a masked column is
       // masked like one (reading it computes nothing).
       if (info.kind === 'm' && value.derived !== undefined) {
-        value = { masked: [...value.masked, `${info.schema}.${info.name}.${c.name}`] };
+        value = { masked: [...value.masked, this.named(info.schema, info.name, c.name)] };
       }
       if (value.masked.length > 0 && value.derived === undefined) {
         this.maskedOrigins.add(`${info.oid}:${c.attnum}`);
@@ -794,7 +847,7 @@ class Resolver {
   private view(info: RelationInfo): readonly Column[] {
     const known = this.viewCache.get(info.oid);
     if (known !== undefined) return known;
-    const shown = `${info.schema}.${info.name}`;
+    const shown = this.named(info.schema, info.name);
     if (this.views.some((v) => v.oid === info.oid)) {
       this.refuse('unresolved_reference', `the view ${shown} refers to itself`);
     }
@@ -990,7 +1043,7 @@ class Resolver {
                   masked: [],
                   derived:
                     from.derived ??
-                    `computed from the masked column ${from.masked.join(', ')} by the view ${view.schema}.${view.name}`,
+                    `computed from the masked column ${from.masked.join(', ')} by the view ${this.named(view.schema, view.name)}`,
                 },
         });
       } else {

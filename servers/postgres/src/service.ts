@@ -4,6 +4,9 @@ import type { Catalog, CallBounds, MaskedSet, PostgresDatabase } from './client.
 import type { PostgresConfig } from './config.js';
 import { CappedRows, NO_MASK } from './execute.js';
 import type { MaskPlan, QueryOutput } from './execute.js';
+import { ParameterTypes } from './pipeline.js';
+import { frameLimit } from './frame-guard.js';
+import { checkSizes } from './sizes.js';
 import type { QueryParam } from './pipeline.js';
 import { relationKey, resolveStatement, viewColumnsMasked } from './resolve.js';
 import type { ReadRelation, RelationInfo, Resolution, ResolverCatalog } from './resolve.js';
@@ -37,6 +40,20 @@ interface Resolved {
   readonly mask: MaskPlan;
 }
 
+/** Whether any of the types $1 is, or is built on, a type whose input looks a name up. */
+const LOOKUP_TYPES = `WITH RECURSIVE tclos(oid) AS (
+  SELECT unnest($1::oid[])
+  UNION
+  SELECT e.x FROM tclos c JOIN pg_catalog.pg_type t ON t.oid = c.oid, LATERAL (
+    SELECT t.typbasetype UNION ALL SELECT t.typelem
+    UNION ALL SELECT a.atttypid FROM pg_catalog.pg_attribute a
+      WHERE a.attrelid = t.typrelid AND a.attnum > 0 AND NOT a.attisdropped
+    UNION ALL SELECT r.rngsubtype FROM pg_catalog.pg_range r WHERE r.rngtypid = t.oid
+  ) e(x) WHERE e.x <> 0
+)
+SELECT coalesce(bool_or(oid = ANY ('{regclass,regtype,regproc,regprocedure,regoper,regoperator,regnamespace,regrole,regconfig,regdictionary,regcollation}'::pg_catalog.regtype[]::oid[])), false) AS lookup
+FROM tclos`;
+
 /** Plan keys that carry the planner's estimates. */
 const ESTIMATES = ['Startup Cost', 'Total Cost', 'Plan Rows', 'Plan Width'];
 /** Plan keys only EXPLAIN VERBOSE shows (the tool always asks for VERBOSE, to see schemas). */
@@ -59,7 +76,11 @@ export class SqlService {
   constructor(db: PostgresDatabase, config: PostgresConfig) {
     this.db = db;
     this.config = config;
-    this.policy = { schemas: db.schemas, allowFunctions: config.POSTGRES_ALLOW_FUNCTIONS };
+    this.policy = {
+      schemas: db.schemas,
+      allowFunctions: config.POSTGRES_ALLOW_FUNCTIONS,
+      maxValueBytes: frameLimit(config.POSTGRES_MAX_BYTES),
+    };
     this.#searchPath = db.schemas.includes('pg_catalog')
       ? db.schemas
       : ['pg_catalog', ...db.schemas];
@@ -82,6 +103,37 @@ export class SqlService {
 
   /** Each analysed statement's last resolution (kept as long as the analysis is cached). */
   readonly #resolved = new WeakMap<SqlAnalysis, Resolved>();
+
+  /** When each analysed statement's parameter types were last found not to look names up. */
+  readonly #parametersChecked = new WeakMap<SqlAnalysis, number>();
+
+  /**
+   * Refuses a statement whose parameters PostgreSQL would look up as catalog names when bound:
+   * a parameter takes the type its place asks for (`'employees'::regclass = $1`, `pg_typeof(x) =
+   * $1`, a function's regconfig argument), and a text bound to a reg* type — or to a domain,
+   * array or row type built on one — is looked up by name, so whether it exists comes back. The
+   * types are PostgreSQL's own (Parse and Describe, nothing bound), cached like the catalog.
+   */
+  private async checkParameters(analysis: SqlAnalysis, client: PoolClient): Promise<void> {
+    if (analysis.parameterCount === 0) return;
+    const at = this.#parametersChecked.get(analysis);
+    if (at !== undefined && Date.now() - at < this.config.POSTGRES_CATALOG_TTL_MS) return;
+    const described = new ParameterTypes(analysis.statement);
+    client.query(described);
+    const types = await described.done;
+    const found = await client.query<{ lookup: boolean }>({
+      name: 'gatehouse_lookup_types',
+      text: LOOKUP_TYPES,
+      values: [types],
+    });
+    if (found.rows[0]?.lookup === true) {
+      throw new SqlRefusedError(
+        'name_lookup',
+        'a parameter ($n) stands where PostgreSQL reads a catalog name (a regclass, regtype, regconfig… or a type built on one), so its value would be looked up by name when bound. Write the name as a constant in the SQL instead.',
+      );
+    }
+    this.#parametersChecked.set(analysis, Date.now());
+  }
 
   /** Parses and applies the rules that need no database (layer 2, first half). */
   async check(sql: string): Promise<SqlAnalysis> {
@@ -108,7 +160,20 @@ export class SqlService {
     const catalog = this.db.catalog(client);
     const reached = await reachedBy(analysis, this.policy, catalog);
     const { resolution, mask } = await this.resolve(analysis, catalog, reached);
-    const { sessionSafe } = await checkCatalog(reached, resolution, this.policy);
+    // The sizes again, now that the tables' rows are known (as the planner estimates them).
+    checkSizes(analysis.select, this.policy.maxValueBytes!, (schema, name) => {
+      for (const s of schema === undefined ? this.#searchPath : [schema]) {
+        const info = catalog.relation(s, name);
+        if (info !== undefined && info !== null) return info.rowEstimate;
+      }
+      return undefined;
+    });
+    const { sessionSafe } = await checkCatalog(
+      reached,
+      resolution,
+      this.policy,
+      analysis.typedValues,
+    );
     return { resolution, sessionSafe, mask };
   }
 
@@ -243,6 +308,7 @@ export class SqlService {
     const output = await this.db.runStatement(bounds, async (client) => {
       const verdict = await this.verdict(analysis, client);
       if (analysis.kind === 'explain') this.explainable(verdict.resolution, analysis.analyze, true);
+      await this.checkParameters(analysis, client);
       return {
         sql: analysis.statement,
         params,
@@ -277,9 +343,17 @@ export class SqlService {
       if (outside === undefined) continue;
       const system =
         outside === 'pg_catalog' || outside === 'information_schema' || outside.startsWith('pg_');
+      // Named only as far as the caller may see: the view the statement reads, or the table it
+      // wrote whose partitions or children lie elsewhere — never the hidden relation itself.
+      const what =
+        through !== undefined
+          ? `a relation outside the allowed schemas, read through the view ${through}`
+          : outside === info.schema
+            ? 'a relation outside the allowed schemas'
+            : `partitions or children of ${info.schema}.${info.name} outside the allowed schemas`;
       throw new SqlRefusedError(
         system ? 'system_catalog' : 'schema_not_allowed',
-        `its plan would show ${outside === info.schema ? `${info.schema}.${info.name}` : `partitions or children of ${info.schema}.${info.name} in schema "${outside}"`}${through === undefined ? '' : ` (read through the view ${through})`}, outside the allowed schemas (${this.db.schemas.join(', ')}), with the planner's estimates of its size.`,
+        `its plan would show ${what} (${this.db.schemas.join(', ')}), with the planner's estimates of its size.`,
       );
     }
   }
@@ -316,6 +390,7 @@ export class SqlService {
     const { plan, resolution } = await this.db.transaction(bounds, async (client) => {
       const verdict = await this.verdict(analysis, client);
       this.explainable(verdict.resolution, options.analyze, false);
+      if (!generic) await this.checkParameters(analysis, client);
       // queryMode 'extended': even without parameters, the extended protocol (one statement).
       const run = async (text: string, values: unknown[]) =>
         (
@@ -364,7 +439,7 @@ export class SqlService {
       ) {
         throw new SqlRefusedError(
           'schema_not_allowed',
-          `its plan scans ${node.Schema}.${node['Relation Name']}, outside the allowed schemas (${this.db.schemas.join(', ')}).`,
+          `its plan scans a relation outside the allowed schemas (${this.db.schemas.join(', ')}).`,
         );
       }
       const out: Record<string, unknown> = {};

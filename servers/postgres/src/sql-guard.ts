@@ -25,7 +25,8 @@ export type SqlRule =
   | 'schema_not_allowed'
   | 'system_catalog'
   | 'masked_column'
-  | 'unresolved_reference';
+  | 'unresolved_reference'
+  | 'value_size';
 
 /**
  * A statement the guard refused; the message names the rule and what to do instead. Audited as
@@ -63,6 +64,19 @@ export interface NameLookup {
   readonly byOid: boolean;
   /** Whether the text names a schema itself (`::regnamespace`, `has_schema_privilege()`). */
   readonly schema: boolean;
+  /** Whether the text names a role (`::regrole`, `pg_has_role()`): roles are not shown here. */
+  readonly role?: boolean;
+}
+
+/**
+ * A value given a type the statement names — a cast, a typed literal, the value of an
+ * input-validation function (`pg_input_is_valid(value, 'type')`): if the type's input looks names
+ * up in the catalog (a reg* type, or a domain, array or composite type built on one — the
+ * catalog says), the value is a {@link NameLookup} too.
+ */
+export interface TypedValue {
+  readonly type: QualifiedName;
+  readonly lookup: NameLookup;
 }
 
 /** What one accepted statement contains. */
@@ -85,6 +99,8 @@ export interface SqlAnalysis {
   readonly types: readonly QualifiedName[];
   /** Texts resolved to catalog objects by name (see {@link NameLookup}). */
   readonly nameLookups: readonly NameLookup[];
+  /** Values whose type the statement names (see {@link TypedValue}). */
+  readonly typedValues: readonly TypedValue[];
   /**
    * Every relation name in a FROM clause as written — the names of CTE references too: what
    * the statement can run is looked up for all of them, whatever resolution decides later.
@@ -111,18 +127,73 @@ const REG_TYPES = new Set([
 
 /**
  * Functions that look a catalog object up by a name (or an oid) given as an argument and answer
- * something about it: its existence, size, definition, privileges, properties.
+ * something about it: its existence, size, properties, privileges; and every built-in function
+ * with an argument of a reg* type (a text there is looked up by the type's input function) —
+ * test/sql-guard.test.ts holds this list to PostgreSQL's catalog.
  */
 const NAME_FUNCTIONS =
-  /^(?:to_reg\w+|has_\w+_privilege|pg_(?:relation|table|indexes|total_relation)_size|pg_relation_file(?:node|path)|pg_filenode_relation|pg_get_\w+def|pg_get_expr|pg_get_function_\w+|pg_get_serial_sequence|pg_get_partition_constraintdef|pg_get_statisticsobjdef\w*|pg_get_replica_identity_index|pg_describe_object|pg_identify_object\w*|pg_partition_(?:tree|ancestors|root)|pg_sequence_(?:last_value|parameters)|pg_(?:column|relation)_is_updatable|pg_index(?:_column)?_has_property|row_security_active|format_type|obj_description|col_description|shobj_description)$/;
+  /^(?:to_reg\w+|has_\w+_privilege|pg_(?:relation|table|indexes|total_relation)_size|pg_relation_file(?:node|path)|pg_filenode_relation|pg_get_serial_sequence|pg_get_replica_identity_index|pg_describe_object|pg_identify_object\w*|pg_partition_(?:tree|ancestors|root)|pg_sequence_(?:last_value|parameters)|pg_get_sequence_data|pg_(?:column|relation)_is_updatable|pg_relation_is_publishable|pg_index(?:_column)?_has_property|pg_basetype|row_security_active|format_type|obj_description|col_description|shobj_description|(?:brin_summarize|brin_desummarize)_\w+|gin_clean_pending_list|pg_extension_config_dump)$/;
 /** …of which these take a schema's name. */
 const SCHEMA_NAME_FUNCTIONS = /^(?:to_regnamespace|has_schema_privilege)$/;
+/** …of which these take a role's name (roles are not shown on this server). */
+const ROLE_NAME_FUNCTIONS = /^(?:to_regrole|pg_has_role)$/;
+/**
+ * Text search functions whose first argument, when more than the document is given, is a
+ * configuration or dictionary (regconfig, regdictionary) — looked up by name when it is a text.
+ */
+const TEXT_SEARCH_FUNCTIONS =
+  /^(?:to_tsvector|to_tsquery|plainto_tsquery|phraseto_tsquery|websearch_to_tsquery|ts_headline|ts_debug|json_to_tsvector|jsonb_to_tsvector|ts_lexize)$/;
+/**
+ * Functions that give an object's definition as text: what a view, a rule, a function, a
+ * trigger, a constraint or a default reads may lie outside the allowed schemas, and the text
+ * would name it.
+ */
+const DEFINITION_FUNCTIONS =
+  /^(?:pg_get_\w+def|pg_get_expr|pg_get_function_\w+|pg_get_\w+def_\w+|pg_get_statisticsobjdef\w*|pg_get_object_address)$/;
+/** Input-validation functions: `(value, type name as text)`; both are looked up. */
+const INPUT_FUNCTIONS = /^(?:pg_input_is_valid|pg_input_error_info)$/;
 
 /** Which argument of a name function is the object (the others: a role, a privilege, a column). */
 function objectArgument(name: string, count: number): number {
   if (name === 'has_column_privilege') return count >= 4 ? 1 : 0;
   if (/^has_\w+_privilege$/.test(name)) return count >= 3 ? 1 : 0;
+  // (class, object id, sub-id): the object is the second.
+  if (/^(?:pg_describe_object|pg_identify_object\w*)$/.test(name)) return 1;
   return 0;
+}
+
+/** Whether `name` is a function whose arguments name catalog objects ({@link NAME_FUNCTIONS}). */
+export function looksNamesUp(name: string): boolean {
+  return (
+    NAME_FUNCTIONS.test(name) ||
+    ROLE_NAME_FUNCTIONS.test(name) ||
+    TEXT_SEARCH_FUNCTIONS.test(name) ||
+    DEFINITION_FUNCTIONS.test(name) ||
+    INPUT_FUNCTIONS.test(name)
+  );
+}
+
+/**
+ * A type name given as text, read as PostgreSQL reads one (parseTypeString: `SELECT NULL::<text>`,
+ * which must be exactly one cast of NULL): `' RegClass '`, `'pg_catalog."regclass"'`,
+ * `'regclass[]'`, `'numeric(10,2)'`. Undefined when it is not a type name.
+ */
+async function typeNameOf(text: string): Promise<QualifiedName | undefined> {
+  try {
+    const stmts = (await parse(`SELECT NULL::${text}`)).stmts ?? [];
+    const select = (stmts[0]?.stmt as Node | undefined)?.SelectStmt as Node | undefined;
+    const targets = select?.targetList as Node[] | undefined;
+    const cast = (targets?.[0]?.ResTarget as Node | undefined)?.val as Node | undefined;
+    const body = cast?.TypeCast as Node | undefined;
+    const isNull = isNode(body?.arg) && isNode(body.arg.A_Const);
+    const only = Object.keys(select ?? {}).every(
+      (k) => k === 'targetList' || k === 'limitOption' || k === 'op',
+    );
+    if (stmts.length !== 1 || targets?.length !== 1 || !isNull || !only) return undefined;
+    return qualified(names((body.typeName as Node | undefined)?.names));
+  } catch {
+    return undefined;
+  }
 }
 
 /** Statement nodes that change data; one anywhere (a CTE, a sub-statement) refuses the query. */
@@ -231,7 +302,26 @@ export async function analyzeSql(
       `only SELECT (and EXPLAIN of a SELECT) is allowed, this is ${describeStatement(type)}.`,
     );
   }
-  return collect(kind, analyze, text, select);
+  const { analysis, inputTypes } = collect(kind, analyze, text, select);
+  // The type argument of an input-validation function is a type name PostgreSQL looks up: read
+  // as PostgreSQL reads it, it joins the statement's types (their schemas, their input functions
+  // and whether their input looks names up are judged like a cast's).
+  for (const { via, text: typeText, value } of inputTypes) {
+    const type = await typeNameOf(typeText);
+    if (type === undefined) {
+      throw new SqlRefusedError(
+        'name_lookup',
+        `${via} takes a type name as its second argument; '${typeText.slice(0, 100)}' is not one.`,
+      );
+    }
+    analysis.types.push(type);
+    const lookup = valueLookup(via, value, type.name);
+    analysis.typedValues.push({ type, lookup });
+    if (REG_TYPES.has(type.name) && (type.schema === undefined || type.schema === 'pg_catalog')) {
+      analysis.nameLookups.push(lookup);
+    }
+  }
+  return analysis;
 }
 
 const STATEMENT_NAMES: Record<string, string> = {
@@ -263,39 +353,64 @@ function describeStatement(type: string | undefined): string {
   return STATEMENT_NAMES[type] ?? `a ${type.replace(/Stmt$/, '')} statement`;
 }
 
+/** A value looked up as a name of the reg* type `target` (a role, a schema, an object). */
+function valueLookup(via: string, arg: unknown, target: string): NameLookup {
+  const found = constantLookup(via, arg, target === 'regnamespace');
+  return target === 'regrole' ? { ...found, role: true } : found;
+}
+
+// An object argument: a constant name, a number (an oid), or an expression. A constant cast to
+// a reg* type is the constant (the cast is a lookup of its own).
+function constantLookup(via: string, arg: unknown, schema: boolean): NameLookup {
+  let node = isNode(arg) ? arg : {};
+  const cast = isNode(node.TypeCast) ? node.TypeCast : undefined;
+  if (
+    cast !== undefined &&
+    REG_TYPES.has(names((cast.typeName as Node | undefined)?.names).at(-1) ?? '')
+  ) {
+    node = isNode(cast.arg) ? cast.arg : {};
+  }
+  const value = isNode(node.A_Const) ? node.A_Const : undefined;
+  const text =
+    isNode(value?.sval) && typeof value.sval.sval === 'string' ? value.sval.sval : undefined;
+  const number = isNode(value?.ival) || isNode(value?.fval);
+  // A text of digits is an oid to the reg* input functions.
+  const byOid = number || (text !== undefined && /^\s*\d+\s*$/.test(text));
+  return { via, value: number ? '' : text, byOid, schema };
+}
+
+/** The constant text of an argument, if it is one. */
+function constantText(arg: unknown): string | undefined {
+  const value = isNode(arg) && isNode(arg.A_Const) ? arg.A_Const : undefined;
+  return isNode(value?.sval) && typeof value.sval.sval === 'string' ? value.sval.sval : undefined;
+}
+
+interface Collected {
+  readonly analysis: SqlAnalysis & {
+    types: QualifiedName[];
+    typedValues: TypedValue[];
+    nameLookups: NameLookup[];
+  };
+  /** Input-validation calls: the type name as text, and the value given it. */
+  readonly inputTypes: ReadonlyArray<{ via: string; text: string; value: unknown }>;
+}
+
 function collect(
   kind: 'select' | 'explain',
   analyze: boolean,
   statement: string,
   top: Node,
-): SqlAnalysis {
+): Collected {
   const functions: QualifiedName[] = [];
   const columnFunctions = new Set<string>();
   const operators: QualifiedName[] = [];
   const types: QualifiedName[] = [];
   const nameLookups: NameLookup[] = [];
+  const typedValues: TypedValue[] = [];
+  const inputTypes: Array<{ via: string; text: string; value: unknown }> = [];
   const relations: QualifiedName[] = [];
   let parameterCount = 0;
-
-  // An object argument: a constant name, a number (an oid), or an expression. A constant cast
-  // to a reg* type is the constant (the cast is a lookup of its own).
-  const lookup = (via: string, arg: unknown, schema: boolean): NameLookup => {
-    let node = isNode(arg) ? arg : {};
-    const cast = isNode(node.TypeCast) ? node.TypeCast : undefined;
-    if (
-      cast !== undefined &&
-      REG_TYPES.has(names((cast.typeName as Node | undefined)?.names).at(-1) ?? '')
-    ) {
-      node = isNode(cast.arg) ? cast.arg : {};
-    }
-    const value = isNode(node.A_Const) ? node.A_Const : undefined;
-    const text =
-      isNode(value?.sval) && typeof value.sval.sval === 'string' ? value.sval.sval : undefined;
-    const number = isNode(value?.ival) || isNode(value?.fval);
-    // A text of digits is an oid to the reg* input functions.
-    const byOid = number || (text !== undefined && /^\s*\d+\s*$/.test(text));
-    return { via, value: number ? '' : text, byOid, schema };
-  };
+  const lookup = constantLookup;
 
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) {
@@ -334,10 +449,44 @@ function collect(
           const fn = qualified(names(body.funcname));
           functions.push(fn);
           const name = fn.name.toLowerCase();
+          const via = `${name}()`;
           const args = (body.args as unknown[] | undefined) ?? [];
           const object = args[objectArgument(name, args.length)];
-          if (NAME_FUNCTIONS.test(name) && object !== undefined) {
-            nameLookups.push(lookup(`${name}()`, object, SCHEMA_NAME_FUNCTIONS.test(name)));
+          if (DEFINITION_FUNCTIONS.test(name)) {
+            throw new SqlRefusedError(
+              'system_catalog',
+              `${via} gives an object's definition as text, and what it reads may lie outside the allowed schemas. Use postgres_describe_table, or query the object itself.`,
+            );
+          }
+          if (ROLE_NAME_FUNCTIONS.test(name)) {
+            nameLookups.push({ via, value: undefined, byOid: false, schema: false, role: true });
+          } else if (NAME_FUNCTIONS.test(name) && object !== undefined) {
+            nameLookups.push(lookup(via, object, SCHEMA_NAME_FUNCTIONS.test(name)));
+            // has_table_privilege(role, table, privilege): the role is looked up too.
+            if (/^has_\w+_privilege$/.test(name) && objectArgument(name, args.length) === 1) {
+              const role = args[0];
+              if (!(isNode(role) && isNode(role.SQLValueFunction))) {
+                nameLookups.push({
+                  via,
+                  value: undefined,
+                  byOid: false,
+                  schema: false,
+                  role: true,
+                });
+              }
+            }
+          } else if (TEXT_SEARCH_FUNCTIONS.test(name) && args.length >= 2) {
+            // A configuration given as text; an expression is typed, a parameter is described.
+            if (constantText(args[0]) !== undefined) nameLookups.push(lookup(via, args[0], false));
+          } else if (INPUT_FUNCTIONS.test(name)) {
+            const typeText = constantText(args[1]);
+            if (typeText === undefined) {
+              throw new SqlRefusedError(
+                'name_lookup',
+                `${via} looks its type up by a name computed at run time; write the type name as a constant.`,
+              );
+            }
+            inputTypes.push({ via, text: typeText, value: args[0] });
           }
           break;
         }
@@ -348,10 +497,10 @@ function collect(
           types.push(qualified(names(body.names)));
           break;
         case 'TypeCast': {
-          const target = names((body.typeName as Node | undefined)?.names).at(-1) ?? '';
-          if (REG_TYPES.has(target)) {
-            nameLookups.push(lookup(`::${target}`, body.arg, target === 'regnamespace'));
-          }
+          const type = qualified(names((body.typeName as Node | undefined)?.names));
+          const value = valueLookup(`::${type.name}`, body.arg, type.name);
+          typedValues.push({ type, lookup: value });
+          if (REG_TYPES.has(type.name)) nameLookups.push(value);
           break;
         }
         case 'A_Expr': {
@@ -394,16 +543,20 @@ function collect(
   visit({ SelectStmt: top });
 
   return {
-    kind,
-    analyze,
-    statement,
-    select: top,
-    functions,
-    columnFunctions: [...columnFunctions],
-    operators,
-    types,
-    nameLookups,
-    relations,
-    parameterCount,
+    analysis: {
+      kind,
+      analyze,
+      statement,
+      select: top,
+      functions,
+      columnFunctions: [...columnFunctions],
+      operators,
+      types,
+      nameLookups,
+      typedValues,
+      relations,
+      parameterCount,
+    },
+    inputTypes,
   };
 }

@@ -1,6 +1,7 @@
 import { relationKey } from './resolve.js';
 import type { Resolution } from './resolve.js';
 import { SqlRefusedError, analyzeSql } from './sql-guard.js';
+import { checkSizes } from './sizes.js';
 import type { NameLookup, QualifiedName, SqlAnalysis } from './sql-guard.js';
 
 export type { MaskedColumn } from './resolve.js';
@@ -56,12 +57,17 @@ const DENIED: ReadonlyArray<readonly [RegExp, string]> = [
  * pg_settings, pg_hba_file_rules, pg_prepared_statements…): called directly they show what the
  * view would, so they are refused like it — unless pg_catalog is an allowed schema. So are the
  * sizes of a whole database or tablespace (they measure the hidden schemas too) and the names of
- * roles by oid.
+ * roles by oid, and access lists (`pg_get_acl`), which name roles.
  */
 const SYSTEM_VIEW_FUNCTIONS =
-  /^(?:pg_stat_get_\w+|pg_stat_have_stats|pg_lock_status|pg_blocking_pids|pg_safe_snapshot_blocking_pids|pg_show_all_settings|pg_show_all_file_settings|pg_hba_file_rules|pg_ident_file_mappings|pg_config|pg_cursor|pg_prepared_statement|pg_prepared_xact|pg_get_backend_memory_contexts|pg_get_shmem_allocations(?:_numa)?|pg_get_aios|pg_get_wait_events|pg_get_replication_slots|pg_get_publication_tables|pg_show_replication_origin_status|pg_available_extensions|pg_available_extension_versions|pg_mcv_list_items|pg_get_catalog_foreign_keys|pg_get_userbyid|pg_database_size|pg_tablespace_size|pg_control_\w+|pg_get_wal_\w+|pg_walfile_name\w*|pg_current_wal_\w+|pg_last_wal_\w+|pg_stat_statements\w*)$/;
+  /^(?:pg_stat_get_\w+|pg_stat_have_stats|pg_lock_status|pg_blocking_pids|pg_safe_snapshot_blocking_pids|pg_show_all_settings|pg_show_all_file_settings|pg_hba_file_rules|pg_ident_file_mappings|pg_config|pg_cursor|pg_prepared_statement|pg_prepared_xact|pg_get_backend_memory_contexts|pg_get_shmem_allocations(?:_numa)?|pg_get_aios|pg_get_wait_events|pg_get_replication_slots|pg_get_publication_tables|pg_show_replication_origin_status|pg_available_extensions|pg_available_extension_versions|pg_mcv_list_items|pg_get_catalog_foreign_keys|pg_get_userbyid|pg_get_acl|pg_database_size|pg_tablespace_size|pg_control_\w+|pg_get_wal_\w+|pg_walfile_name\w*|pg_current_wal_\w+|pg_last_wal_\w+|pg_stat_statements\w*)$/;
 
-/** Volatile built-ins that only read a clock or a random source (or sample a table). */
+/**
+ * Volatile built-ins judged by what they do, not by their label: they only read a clock or a
+ * random source, sample a table, or read a relation's size on disk (PostgreSQL labels the size
+ * functions VOLATILE because a size changes under concurrent writes; they change nothing, and
+ * the relation they measure is a name lookup, held to the allowed schemas like any other).
+ */
 const HARMLESS_VOLATILE = new Set([
   'bernoulli',
   'system',
@@ -72,6 +78,10 @@ const HARMLESS_VOLATILE = new Set([
   'gen_random_uuid',
   'uuidv4',
   'uuidv7',
+  'pg_relation_size',
+  'pg_table_size',
+  'pg_indexes_size',
+  'pg_total_relation_size',
 ]);
 
 /** What the rules need from the server configuration. */
@@ -80,6 +90,8 @@ export interface SqlPolicyOptions {
   readonly schemas: readonly string[];
   /** Volatile functions the operator allows (`name` or `schema.name`). */
   readonly allowFunctions: readonly string[];
+  /** The largest value a statement may build from its constants (sizes.ts); none: unchecked. */
+  readonly maxValueBytes?: number;
 }
 
 /**
@@ -122,6 +134,11 @@ export interface Reached {
   }>;
   /** Foreign tables it reads (their wrapper's code runs). */
   readonly foreign: Array<{ readonly schema: string; readonly name: string }>;
+  /**
+   * The types it names whose input looks a text up in the catalog — a reg* type, or a domain,
+   * array, row or range type built on one ({@link relationKey} keys).
+   */
+  readonly lookupTypes: string[];
 }
 
 /** The catalog facts the function rules ask the database for (cached by the caller). */
@@ -148,6 +165,7 @@ function display(name: QualifiedName): string {
  */
 export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): void {
   const allowed = new Set(options.schemas);
+  if (options.maxValueBytes !== undefined) checkSizes(analysis.select, options.maxValueBytes);
   for (const fn of analysis.functions) {
     const name = fn.name.toLowerCase();
     deniedByName(name, `${display(fn)}()`, allowed);
@@ -167,6 +185,18 @@ export function checkStatic(analysis: SqlAnalysis, options: SqlPolicyOptions): v
     }
   }
   for (const lookup of analysis.nameLookups) checkNameLookup(lookup, options.schemas);
+  // A type in another schema: whether the cast succeeds would tell whether it exists (a hidden
+  // table's row type, `NULL::hr.salaries`, is one).
+  for (const type of analysis.types) {
+    if (type.schema !== undefined && type.schema !== 'pg_catalog' && !allowed.has(type.schema)) {
+      throw new SqlRefusedError(
+        SYSTEM_SCHEMAS.has(type.schema) || type.schema.startsWith('pg_')
+          ? 'system_catalog'
+          : 'schema_not_allowed',
+        `the type ${display(type)} is outside the allowed schemas (${options.schemas.join(', ')}).`,
+      );
+    }
+  }
   // A qualified relation is never a CTE: its schema decides now. (Unqualified names are
   // resolved against the catalog: a CTE, pg_catalog, or an allowed schema.)
   for (const rel of analysis.relations) {
@@ -230,6 +260,12 @@ function nameParts(text: string): string[] {
  * the allowed schemas (the search path) and pg_catalog only; an expression cannot be checked.
  */
 function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
+  if (lookup.role === true) {
+    throw new SqlRefusedError(
+      'name_lookup',
+      `${lookup.via} looks a role up by its name; roles are not shown on this server (whether one exists is not answered either).`,
+    );
+  }
   if (lookup.byOid) {
     throw new SqlRefusedError(
       'name_lookup',
@@ -240,6 +276,14 @@ function checkNameLookup(lookup: NameLookup, schemas: readonly string[]): void {
     throw new SqlRefusedError(
       'name_lookup',
       `${lookup.via} looks a catalog object up by a name computed at run time; write the name as a constant (in an allowed schema: ${schemas.join(', ')}).`,
+    );
+  }
+  // An array or a row of names in one text (`'{hr.t,u}'::regclass[]`): each element is looked up,
+  // and a qualified one cannot be told apart from the text's punctuation — refused.
+  if (/^\s*[({]/.test(lookup.value) && lookup.value.includes('.')) {
+    throw new SqlRefusedError(
+      'name_lookup',
+      `${lookup.via} looks up a list of names given in one text; give each name on its own, as a constant (in an allowed schema: ${schemas.join(', ')}).`,
     );
   }
   const parts = nameParts(lookup.value);
@@ -311,8 +355,23 @@ export async function checkCatalog(
   reached: Reached,
   resolution: Pick<Resolution, 'columnFunctions'>,
   options: SqlPolicyOptions,
+  typedValues: SqlAnalysis['typedValues'] = [],
 ): Promise<CatalogVerdict> {
   const allowed = new Set(options.schemas);
+  // A value given a type whose input looks names up (a domain over regclass, a row type with a
+  // regrole attribute, …) is a name lookup like a cast to regclass — decided on what the type
+  // resolves to in the catalog, not on how it is spelled.
+  if (reached.lookupTypes.length > 0) {
+    const lookupTypes = new Set(reached.lookupTypes);
+    const searched = ['pg_catalog', ...options.schemas];
+    for (const { type, lookup } of typedValues) {
+      const keys =
+        type.schema === undefined
+          ? searched.map((s) => relationKey(s, type.name))
+          : [relationKey(type.schema, type.name)];
+      if (keys.some((key) => lookupTypes.has(key))) checkNameLookup(lookup, options.schemas);
+    }
+  }
   // What a view calls among the built-in functions is not in the catalog's dependencies (they
   // are pinned): its definition is parsed and its calls judged by name, like the query's own.
   // (Its schema references are the view owner's business: a view may expose another schema.)

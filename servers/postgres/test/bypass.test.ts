@@ -276,6 +276,18 @@ describe('read-only bypass attempts', () => {
     expect(JSON.stringify(calls)).not.toContain('DROP TABLE');
   });
 
+  it('answers the size functions of allowed tables (VOLATILE by label, they only read)', async () => {
+    const result = await h.client.callTool({
+      name: 'postgres_query',
+      arguments: {
+        sql: "SELECT pg_relation_size('orders') > 0 AS a, pg_total_relation_size('public.orders') >= pg_table_size('orders') AS b, pg_indexes_size('orders') > 0 AS c, pg_size_pretty(pg_table_size('customers')) IS NOT NULL AS d",
+      },
+    });
+    expect(result.isError, text(result)).toBeFalsy();
+    expect(result.structuredContent).toMatchObject({ rows: [[true, true, true, true]] });
+    expect(await company.checksum()).toBe(before);
+  });
+
   it('still answers reads afterwards', async () => {
     const result = await h.client.callTool({
       name: 'postgres_query',

@@ -19,7 +19,7 @@ const MASKING_SQL = readFileSync(new URL('./fixtures/masking.sql', import.meta.u
 
 /** POSTGRES_MASK_COLUMNS for a database with the masking fixture (test/fixtures/masking.sql). */
 export const FIXTURE_MASKS =
-  '*.email,employees.national_id,payroll.ssn,people.badge,tokens.token,notes.secret';
+  '*.email,employees.national_id,payroll.ssn,people.badge,tokens.token,notes.secret,identities.national_id';
 
 /** Adds the masking fixture's roads to masked values and hidden objects to a company database. */
 export async function addMaskingFixture(company: CompanyDatabase): Promise<void> {

@@ -7,6 +7,7 @@ import {
   text,
 } from './helpers.ts';
 import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
+import { looksNamesUp } from '../src/sql-guard.ts';
 
 // The outside review's findings as named cases, through a real MCP client, a real PostgreSQL and
 // the answers' default (text) view: every road that renames or shadows a masked column, a
@@ -33,7 +34,8 @@ beforeAll(async () => {
     SELECT national_id AS v FROM employees UNION ALL SELECT email FROM employees
     UNION ALL SELECT email FROM customers UNION ALL SELECT ssn FROM payroll
     UNION ALL SELECT badge FROM people UNION ALL SELECT token FROM tokens
-    UNION ALL SELECT secret FROM notes UNION ALL SELECT secret FROM hr.secrets`);
+    UNION ALL SELECT secret FROM notes UNION ALL SELECT secret FROM hr.secrets
+    UNION ALL SELECT nid_upper FROM identities UNION ALL SELECT nid_lower FROM identities`);
   secrets = found.rows.map((r) => r.v);
 });
 
@@ -192,6 +194,11 @@ describe('masked values passed through come back masked, under any name', () => 
     ['a partition', 'SELECT ssn FROM payroll_2024 ORDER BY id LIMIT 2'],
     ['an inheritance child', 'SELECT badge FROM visitors ORDER BY id LIMIT 2'],
     ['the row position', 'SELECT ctid FROM employees ORDER BY id LIMIT 2'],
+    ['a stored generated column', 'SELECT nid_upper FROM identities ORDER BY id LIMIT 2'],
+    [
+      'a stored generated column, renamed',
+      'SELECT u FROM identities AS g(k, n, u) ORDER BY k LIMIT 2',
+    ],
     [
       'a sample',
       'SELECT national_id FROM employees TABLESAMPLE bernoulli (100) ORDER BY id LIMIT 2',
@@ -206,6 +213,28 @@ describe('masked values passed through come back masked, under any name', () => 
   it('shows a view the DBA made into a hidden schema, as the DBA meant', async () => {
     const result = await query('SELECT count(*) AS n FROM salary_bands');
     expect(result.text).toMatch(/n \(bigint\)\n40\n/);
+  });
+});
+
+describe('values the table derives from a masked column (generated columns)', () => {
+  it('refuses a virtual one, which is computed when read, and says which column it derives from', async () => {
+    for (const sql of [
+      'SELECT nid_lower FROM identities',
+      'SELECT nid_length FROM identities',
+      'SELECT * FROM identities',
+      'SELECT count(*) FROM identities WHERE nid_length > 3',
+    ]) {
+      const result = await query(sql);
+      expect(result.isError, `${sql}: ${result.text}`).toBe(true);
+      expect(result.text).toMatch(
+        /rule masked_column.*computed by the generated column public\.identities\.nid_\w+ from the masked column public\.identities\.national_id/,
+      );
+    }
+  });
+
+  it('refuses any use of a stored one but passing it through', async () => {
+    const result = await query("SELECT count(*) FROM identities WHERE nid_upper < 'NID-5'");
+    expect(result.text).toMatch(/rule masked_column.*nid_upper is masked/);
   });
 });
 
@@ -243,7 +272,11 @@ describe('EXPLAIN', () => {
 
   it('refuses a plan that would show a hidden schema a view reads', async () => {
     const result = await call('postgres_explain', { sql: 'SELECT * FROM salary_bands' });
-    expect(result.text).toMatch(/rule schema_not_allowed.*hr\.salaries.*salary_bands/);
+    // It says what the caller wrote (the view), never what the view hides.
+    expect(result.text).toMatch(
+      /rule schema_not_allowed.*a relation outside the allowed schemas, read through the view public\.salary_bands/,
+    );
+    expect(result.text).not.toMatch(/\bhr\b|salaries/);
   });
 
   it('does the same in the explain prompt', async () => {
@@ -265,6 +298,9 @@ describe('the schema tools mark what queries mask', () => {
     ['staff_v2', 'tax_ref'],
     ['staff_lower', 'nid_lower'],
     ['staff_mv', 'national_id'],
+    ['identities', 'nid_upper'],
+    ['identities', 'nid_lower'],
+    ['identities', 'nid_length'],
   ])('%s.%s', async (table, column) => {
     const result = await call('postgres_describe_table', { table });
     expect(result.text).toMatch(new RegExp(`\\n  ${column} [^\\n]*MASKED`));
@@ -330,6 +366,30 @@ describe('a catalog answer older than the database', () => {
       await server.close();
       await fresh.close();
     }
+  });
+});
+
+describe("PostgreSQL's own catalog", () => {
+  it('has no built-in function taking a catalog name (a reg* argument) that the rules do not know', async () => {
+    // A text given where a reg* type is expected is looked up by name; every such function must
+    // be one whose arguments the rules check (or one they deny outright).
+    const found = await company.admin.query<{ name: string }>(`
+      SELECT DISTINCT p.proname AS name FROM pg_proc p
+      WHERE p.pronamespace = 'pg_catalog'::regnamespace
+        AND EXISTS (SELECT 1 FROM unnest(p.proargtypes) t
+                    WHERE t::regtype::text IN ('regclass', 'regtype', 'regproc', 'regprocedure',
+                      'regoper', 'regoperator', 'regnamespace', 'regrole', 'regconfig',
+                      'regdictionary', 'regcollation'))
+        AND p.proname !~ '^reg\\w+(?:out|send|in|recv)$'`);
+    expect(found.rows.length).toBeGreaterThan(30);
+    const unknown: string[] = [];
+    for (const { name } of found.rows) {
+      if (looksNamesUp(name)) continue;
+      const result = await query(`SELECT ${name}()`);
+      // Denied by name (or volatile) before any argument counts.
+      if (!/rule function_(?:denied|volatile)/.test(result.text)) unknown.push(name);
+    }
+    expect(unknown).toEqual([]);
   });
 });
 

@@ -8,12 +8,21 @@ import {
 } from './helpers.ts';
 import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
 import { seededRandom } from '@gatehouse/testkit';
-import { CONSTRUCTIONS, HIDDEN, ROADS, SINKS, vary, varyRoad } from './roads.ts';
+import {
+  CONSTRUCTIONS,
+  HIDDEN,
+  LOOKUPS_WITH_PARAMS,
+  ROADS,
+  SINKS,
+  vary,
+  varyRoad,
+} from './roads.ts';
 
 // The class-level oracle of masking and hidden schemas: two databases that differ only in the
-// masked values (same lengths) and in a hidden schema's contents, one server on each, the same
-// statements to both. Any answer that differs between the two — other than both being the same
-// refusal — is a leak. Every road to a masked value is combined with every sink (test/roads.ts),
+// masked values (same lengths) and in a hidden schema — its contents, which objects exist in it
+// and the names of the hidden tables the views read — one server on each, the same statements
+// to both. Any answer that differs between the two is a leak: a refusal or an error counts only
+// when its text is the same in both worlds (a refusal that names a hidden object differs). Every road to a masked value is combined with every sink (test/roads.ts),
 // plus the roads to hidden schemas and catalogs; the long run (GATEHOUSE_TEST_LONG=1, in
 // `npm run test:long`) adds thousands of seeded random variations of them.
 
@@ -30,7 +39,12 @@ const REWRITE = {
     'UPDATE people SET badge = badge',
     'UPDATE tokens SET token = token',
     'UPDATE notes SET secret = secret',
+    'UPDATE identities SET national_id = national_id',
     "INSERT INTO hr.secrets SELECT i, 'HIDDEN-' || i FROM generate_series(1, 10) i",
+    // Hidden objects that exist in this world only.
+    'CREATE TABLE hr.only_a (id int)',
+    "CREATE TYPE hr.mood_a AS ENUM ('calm')",
+    'CREATE TEXT SEARCH CONFIGURATION hr.words_a (COPY = simple)',
   ],
   b: [
     `UPDATE employees SET national_id = 'NID-' || reverse(substr(national_id, 5)),
@@ -40,7 +54,14 @@ const REWRITE = {
     "UPDATE people SET badge = 'B-' || reverse(substr(badge, 3))",
     "UPDATE tokens SET token = translate(token, 'ABC', 'CAB')",
     "UPDATE notes SET secret = translate(secret, 'ABCDEFGHIJKLMNOPQRSTUVWXYZ', 'NOPQRSTUVWXYZABCDEFGHIJKLM')",
+    "UPDATE identities SET national_id = 'NID-' || reverse(substr(national_id, 5))",
     "INSERT INTO hr.secrets SELECT i, 'HIDDEN-' || (i * 7) FROM generate_series(1, 30) i",
+    // The hidden tables the views read, under other names; other hidden objects.
+    'ALTER TABLE hr.salaries RENAME TO wages',
+    'ALTER TABLE hr.contacts RENAME TO addresses',
+    "UPDATE hr.addresses SET email = translate(email, 'c0123456789', 'd9876543210')",
+    'CREATE TABLE hr.only_b (id int)',
+    "CREATE TYPE hr.mood_b AS ENUM ('calm')",
   ],
 };
 
@@ -53,11 +74,21 @@ async function world(name: 'a' | 'b'): Promise<CompanyDatabase> {
   const db = await companyDatabase(inject('pgAdminUrl'), `ni_${name}`);
   await addMaskingFixture(db);
   for (const sql of REWRITE[name]) await db.admin.query(sql);
+  await db.admin.query(`GRANT SELECT ON ALL TABLES IN SCHEMA hr TO ${db.role}`);
   await db.admin.query('REFRESH MATERIALIZED VIEW staff_mv');
   return db;
 }
 
-const REWRITTEN = ['employees', 'customers', 'payroll', 'people', 'visitors', 'tokens', 'notes'];
+const REWRITTEN = [
+  'employees',
+  'customers',
+  'payroll',
+  'people',
+  'visitors',
+  'tokens',
+  'notes',
+  'identities',
+];
 
 /**
  * The same physical layout in both worlds: the rewritten tables compacted (the rows' order and
@@ -113,6 +144,7 @@ afterAll(async () => {
 interface Call {
   readonly tool: 'postgres_query' | 'postgres_explain';
   readonly sql: string;
+  readonly params?: readonly string[];
 }
 
 /** An answer as compared: what differs only by run (timings, nonces, names) made equal. */
@@ -125,7 +157,9 @@ function normalise(body: string, w: World): string {
 }
 
 async function ask(server: PostgresHarness, w: World, call: Call) {
-  const result = await server.client.callTool({ name: call.tool, arguments: { sql: call.sql } });
+  const args =
+    call.params === undefined ? { sql: call.sql } : { sql: call.sql, params: call.params };
+  const result = await server.client.callTool({ name: call.tool, arguments: args });
   return { isError: result.isError === true, text: normalise(text(result), w) };
 }
 
@@ -174,12 +208,13 @@ function report(name: string, calls: number, outcomes: readonly Outcome[], cover
 }
 
 function shown(leaks: ReadonlyArray<{ call: Call; a: string; b: string }>): string {
-  return leaks
+  const statements = leaks.map((l) => `  ${l.call.tool}: ${l.call.sql}`).join('\n');
+  return `${leaks.length} statements answer differently:\n${statements}\nthe first five:\n${leaks
     .slice(0, 5)
     .map(
       (l) => `${l.call.tool}: ${l.call.sql}\n  A: ${l.a.slice(0, 400)}\n  B: ${l.b.slice(0, 400)}`,
     )
-    .join('\n');
+    .join('\n')}`;
 }
 
 describe('two databases that differ only in masked values and hidden contents', () => {
@@ -202,10 +237,14 @@ describe('two databases that differ only in masked values and hidden contents', 
   );
 
   it('answer the roads to hidden schemas and catalogs, and other constructions, alike', async () => {
-    const calls = [...HIDDEN, ...CONSTRUCTIONS].map((sql) => ({
-      tool: 'postgres_query' as const,
-      sql,
-    }));
+    const calls: Call[] = [
+      ...[...HIDDEN, ...CONSTRUCTIONS].map((sql) => ({ tool: 'postgres_query' as const, sql })),
+      ...LOOKUPS_WITH_PARAMS.map(([sql, params]) => ({
+        tool: 'postgres_query' as const,
+        sql,
+        params,
+      })),
+    ];
     const { leaks, outcomes } = await differential(calls);
     report('hidden schemas, catalogs, other constructions', calls.length, outcomes, '');
     expect(leaks, shown(leaks)).toEqual([]);

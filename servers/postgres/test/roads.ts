@@ -123,6 +123,22 @@ export const ROADS: readonly Road[] = [
   { name: 'a view filtering on it', from: 'staff_filtered', m: 'name', id: 'id', mid: "'E'" },
   { name: 'a row-security policy on it', from: 'notes', m: 'body', id: 'id', mid: "'note 5'" },
   { name: 'partitioned by it', from: 'tokens', m: 'id::text', id: 'id', mid: "'5'" },
+  // Values the table derives from a masked column itself (generated columns).
+  { name: 'a stored generated column', from: 'identities', m: 'nid_upper', id: 'id', mid: NID },
+  {
+    name: 'a virtual generated column',
+    from: 'identities i',
+    m: 'i.nid_lower',
+    id: 'i.id',
+    mid: "'nid-5'",
+  },
+  {
+    name: 'a generated length, renamed',
+    from: 'identities AS g(k, n, u, l, len)',
+    m: 'len::text',
+    id: 'k',
+    mid: "'5'",
+  },
 ];
 
 /** What a statement does with the masked value, as the tool and SQL it calls. */
@@ -391,7 +407,62 @@ export const HIDDEN: readonly string[] = [
   "SELECT ('hr.' || 'secrets')::regclass",
   "SELECT pg_get_viewdef('salary_bands')",
   'EXPLAIN SELECT * FROM salary_bands',
+  'EXPLAIN (FORMAT JSON) SELECT amount FROM salary_bands WHERE amount > 0',
   'SELECT count(*) FROM salary_bands',
+  // A view computing from a masked column of a hidden table (its refusal names no hidden name).
+  'SELECT domain FROM contact_domains ORDER BY id',
+  'SELECT * FROM contact_domains',
+  'EXPLAIN SELECT id FROM contact_domains',
+  // Names PostgreSQL looks up at run time from a value: a type's input function (reg* types,
+  // by name and spelled otherwise, arrays of them, a domain over one), the input-validation
+  // functions (whose type argument is a name too), casts to a hidden table's row type, a text
+  // search configuration, functions whose argument is an object's name.
+  "SELECT pg_input_is_valid('hr.only_a', 'regclass')",
+  "SELECT pg_input_is_valid('hr.only_a', 'pg_catalog.regclass')",
+  "SELECT pg_input_is_valid('hr.only_a', ' RegClass ')",
+  "SELECT pg_input_is_valid('{hr.only_a}', 'regclass[]')",
+  "SELECT pg_input_is_valid('hr.only_a', 'relation_name')",
+  "SELECT (pg_input_error_info('hr.only_a', 'regclass')).message",
+  "SELECT * FROM pg_input_error_info('hr.mood_a', 'regtype')",
+  "SELECT pg_input_is_valid('calm', 'hr.mood_a')",
+  "SELECT (pg_input_error_info('calm', 'hr.mood_a')).sql_error_code",
+  "SELECT 'hr.only_a'::relation_name",
+  "SELECT CAST('hr.only_a' AS relation_name)",
+  "SELECT '{hr.only_a}'::regclass[]",
+  "SELECT 'hr.only_a'::pg_catalog.regclass IS NULL",
+  'SELECT NULL::hr.only_a',
+  'SELECT CAST(NULL AS hr.only_a)',
+  "SELECT '(1)'::hr.only_a",
+  'SELECT NULL::hr.mood_a',
+  "SELECT * FROM jsonb_populate_record(NULL::hr.only_a, '{}')",
+  'SELECT * FROM jsonb_to_record(\'{"x": null}\') AS r(x hr.mood_a)',
+  "SELECT pg_basetype('hr.mood_a')",
+  "SELECT to_tsvector('hr.words_a', 'calm')",
+  "SELECT to_tsquery('hr.words_a', 'calm')",
+  "SELECT pg_get_object_address('table', '{hr,only_a}', '{}')",
+  "SELECT pg_get_acl('pg_class'::regclass, 'employees'::regclass, 0)",
+  "SELECT to_regtype('hr.mood_a')",
+  "SELECT to_regtypemod('hr.mood_a')",
+  "SELECT format_type(to_regtype('hr.mood_a'), NULL)",
+  "SELECT pg_describe_object('pg_class'::regclass, g::oid, 0) FROM generate_series(16384, 20000) g WHERE pg_describe_object('pg_class'::regclass, g::oid, 0) LIKE '%hr%'",
+  "SELECT pg_has_role('pg_read_all_data', 'MEMBER')",
+  "SELECT 'pg_monitor'::regrole",
+];
+
+/** Run-time lookups whose name comes in a parameter (`$1`: a value PostgreSQL looks up). */
+export const LOOKUPS_WITH_PARAMS: ReadonlyArray<readonly [string, readonly string[]]> = [
+  ['SELECT pg_input_is_valid($1, $2)', ['hr.only_a', 'regclass']],
+  ['SELECT pg_input_is_valid($1, $2)', ['calm', 'hr.mood_a']],
+  ['SELECT (pg_input_error_info($1, $2)).message', ['hr.only_a', 'regclass']],
+  ["SELECT 'employees'::regclass = $1", ['hr.only_a']],
+  ['SELECT $1::regclass', ['hr.only_a']],
+  ['SELECT $1::text::regclass', ['hr.only_a']],
+  ['SELECT $1::relation_name', ['hr.only_a']],
+  ['SELECT pg_typeof(1) = $1', ['hr.mood_a']],
+  ['SELECT coalesce(NULL::regtype, $1) IS NULL', ['hr.mood_a']],
+  ['SELECT pg_relation_size($1)', ['hr.only_a']],
+  ["SELECT to_tsvector($1, 'calm')", ['hr.words_a']],
+  ['SELECT has_table_privilege($1, $2)', ['hr.only_a', 'SELECT']],
 ];
 
 /** Other constructions around masked values and hidden objects, each a statement of its own. */

@@ -256,7 +256,10 @@ describe('names looked up in the catalog', () => {
     ["SELECT has_table_privilege('hr.salaries', 'SELECT')", 'schema_not_allowed'],
     ["SELECT has_schema_privilege('hr', 'USAGE')", 'schema_not_allowed'],
     ["SELECT pg_relation_size('hr.salaries')", 'schema_not_allowed'],
-    ["SELECT pg_get_viewdef('hr.v')", 'schema_not_allowed'],
+    // A definition as text may name what it reads outside the allowed schemas: refused whole.
+    ["SELECT pg_get_viewdef('hr.v')", 'system_catalog'],
+    ["SELECT pg_get_viewdef('public.customers_v')", 'system_catalog'],
+    ["SELECT pg_get_object_address('table', '{hr,salaries}', '{}')", 'system_catalog'],
     ["SELECT 'pg_catalog.pg_authid'::regclass", 'system_catalog'],
     ["SELECT ('hr.' || 'salaries')::regclass", 'name_lookup'],
     ['SELECT to_regclass($1)', 'name_lookup'],
@@ -264,13 +267,38 @@ describe('names looked up in the catalog', () => {
     ['SELECT 16384::regclass', 'name_lookup'],
     ["SELECT '16384'::regclass", 'name_lookup'],
     ['SELECT pg_relation_size(16384)', 'name_lookup'],
-    ['SELECT pg_get_viewdef(16384)', 'name_lookup'],
+    ['SELECT pg_get_viewdef(16384)', 'system_catalog'],
     ['SELECT format_type(16386, NULL)', 'name_lookup'],
     ['SELECT pg_describe_object(1259, 16384, 0)', 'name_lookup'],
     ['SELECT has_table_privilege(current_user, 16384, $1)', 'name_lookup'],
     ['SELECT g::regclass FROM generate_series(16384, 16500) g', 'name_lookup'],
-    ["SELECT pg_get_functiondef('hr.f'::regproc)", 'schema_not_allowed'],
+    ["SELECT pg_get_functiondef('hr.f'::regproc)", 'system_catalog'],
     ["SELECT has_table_privilege('x', 'hr.salaries', 'SELECT')", 'schema_not_allowed'],
+    // Input-validation functions: the value is looked up when the type reads names, and the
+    // type argument is a type name looked up itself (spelled as PostgreSQL reads one).
+    ["SELECT pg_input_is_valid('hr.salaries', 'regclass')", 'schema_not_allowed'],
+    ["SELECT pg_input_is_valid('hr.salaries', ' pg_catalog.\"regclass\" ')", 'schema_not_allowed'],
+    ["SELECT pg_input_error_info('hr.t', 'RegType')", 'schema_not_allowed'],
+    ["SELECT pg_input_is_valid('1', 'hr.t')", 'schema_not_allowed'],
+    ["SELECT pg_input_is_valid('1', 'hr.t[]')", 'schema_not_allowed'],
+    ["SELECT pg_input_is_valid('1', 'int; DROP TABLE x')", 'name_lookup'],
+    ["SELECT pg_input_is_valid('1', $1)", 'name_lookup'],
+    ["SELECT pg_input_is_valid($1, 'regclass')", 'name_lookup'],
+    ["SELECT pg_input_is_valid('{hr.salaries}', 'regclass[]')", 'name_lookup'],
+    ["SELECT '{hr.salaries,customers}'::regclass[]", 'name_lookup'],
+    // A hidden table's row type, or any type of another schema.
+    ['SELECT NULL::hr.salaries', 'schema_not_allowed'],
+    ['SELECT CAST(NULL AS hr.salaries)', 'schema_not_allowed'],
+    ['SELECT * FROM json_to_record(NULL) AS r(a hr.t)', 'schema_not_allowed'],
+    // Roles are not shown: looking one up by name is refused.
+    ["SELECT 'postgres'::regrole", 'name_lookup'],
+    ["SELECT to_regrole('postgres')", 'name_lookup'],
+    ["SELECT pg_has_role('postgres', 'MEMBER')", 'name_lookup'],
+    ["SELECT has_table_privilege('postgres', 'customers', 'SELECT')", 'name_lookup'],
+    // Text search configurations are objects in schemas too.
+    ["SELECT to_tsvector('hr.cfg', 'text')", 'schema_not_allowed'],
+    ["SELECT ts_lexize('hr.dict', 'word')", 'schema_not_allowed'],
+    ["SELECT pg_basetype('hr.t')", 'schema_not_allowed'],
   ] as const)('refuses %s (rule %s)', async (sql, rule) => {
     await expectRule(sql, rule);
   });
@@ -285,6 +313,12 @@ describe('names looked up in the catalog', () => {
     "SELECT has_column_privilege('public.customers', 2, 'SELECT')",
     "SELECT pg_size_pretty(pg_relation_size('customers'::regclass))",
     "SELECT split_part('hr.salaries', '.', 1)",
+    "SELECT pg_input_is_valid('42', 'integer')",
+    "SELECT pg_input_is_valid('{1,2}', 'int[]')",
+    "SELECT pg_input_is_valid('customers', 'regclass')",
+    "SELECT to_tsvector('english', 'the text'), ts_headline('the text', 'text'::tsquery)",
+    "SELECT has_table_privilege(current_user, 'customers', 'SELECT')",
+    'SELECT NULL::public.customers, NULL::pg_catalog.int4',
   ])('accepts %s', async (sql) => {
     const analysis = await analyzeSql(sql, options);
     expect(() => checkStatic(analysis, policy)).not.toThrow();
@@ -304,5 +338,40 @@ describe('names looked up in the catalog', () => {
         'my_type',
       ]),
     );
+  });
+});
+
+describe('values built from constants (docs/adr/0024-huge-values.md)', () => {
+  const sized = { ...policy, maxValueBytes: 8 * 1024 * 1024 };
+  const check = async (sql: string) => checkStatic(await analyzeSql(sql, options), sized);
+
+  it.each([
+    "SELECT repeat('x', 100000000)",
+    'SELECT repeat(name, 9000000) FROM customers',
+    "SELECT repeat(repeat('x', 10000), 20000)",
+    "SELECT lpad('x', 200000000)",
+    "SELECT rpad('', 5000000, 'é')",
+    "SELECT repeat('ab', 3000000) || repeat('cd', 3000000)",
+    "SELECT concat(repeat('a', 5000000), repeat('b', 5000000))",
+    'SELECT array_fill(0, ARRAY[100000, 1000])',
+    "SELECT string_agg(repeat('y', 1000), ',') FROM generate_series(1, 300000)",
+    "SELECT string_agg(x, ',') FROM (SELECT repeat('y', 1000) AS x FROM generate_series(1, 10000)) s",
+    'WITH s AS (SELECT g FROM generate_series(1, 1000) g) SELECT array_agg(repeat(g::text, 40000)) FROM s',
+    "SELECT json_agg(repeat('z', 100)) FROM generate_series(1, 1000) a CROSS JOIN generate_series(1, 1000) b",
+    "SELECT (SELECT string_agg(repeat('y', 10000), '') FROM generate_series(1, 1000)) AS sub",
+    "SELECT string_agg(repeat('y', 1000), '') FROM (SELECT 1 FROM generate_series(1, 10000) UNION ALL SELECT 2) u",
+  ])('refuses %s (rule value_size)', async (sql) => {
+    await expect(check(sql)).rejects.toMatchObject({ sqlRule: 'value_size' });
+  });
+
+  it.each([
+    "SELECT repeat('-', 40), lpad(id::text, 6, '0') FROM customers",
+    "SELECT string_agg(g::text, ',') FROM generate_series(1, 100000) g",
+    "SELECT string_agg(name, ',') FROM customers",
+    'SELECT count(*) FROM generate_series(1, 100000000)',
+    "SELECT repeat('█', (count(*) / 10)::int) FROM orders GROUP BY status",
+    'SELECT array_agg(x) FROM generate_series(1, 1000) x, generate_series(1, 100) y WHERE x < 3',
+  ])('accepts %s', async (sql) => {
+    await expect(check(sql)).resolves.toBeUndefined();
   });
 });
