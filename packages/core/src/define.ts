@@ -446,5 +446,18 @@ export function defineServer(definition: ServerDefinition): ServerDefinition {
   for (const r of definition.resources ?? [])
     check('resource', r.kind === 'static' ? r.uri : r.uriTemplate);
   for (const p of definition.prompts ?? []) check('prompt', p.name);
-  return definition;
+  // A tool without a scope of its own needs the server's (`<service>:<access>`, from the server's
+  // name): never one made from the tool's name, which may come from a file.
+  const service = serviceOf(definition);
+  return {
+    ...definition,
+    tools: definition.tools.map((t) =>
+      t.scope === undefined ? { ...t, scope: `${service}:${t.access}` } : t,
+    ),
+  };
+}
+
+/** The service a server's scopes are named after: its name without `gatehouse-`. */
+export function serviceOf(definition: Pick<ServerDefinition, 'name'>): string {
+  return definition.name.replace(/^gatehouse-/, '');
 }

@@ -1,4 +1,5 @@
 import type { BaseConfig } from './config.js';
+import { serviceOf } from './define.js';
 import type { ServerDefinition, ToolDefinition } from './define.js';
 import type { Principal } from './principal.js';
 
@@ -24,23 +25,23 @@ export interface Policy {
   targetAllowed(target: string): Decision;
 }
 
-/** The scope a tool needs: its own, or `<prefix>:<access>` from its name (`postgres_query` → `postgres:read`). */
+/**
+ * The scope a tool needs: its own — which defineServer sets from the server's name where the
+ * tool has none (`gatehouse-postgres` → `postgres:read`) — or, for a tool never placed in a
+ * server, `<prefix>:<access>` from its name.
+ */
 export function toolScope(tool: Pick<ToolDefinition, 'name' | 'scope' | 'access'>): string {
   return tool.scope ?? `${tool.name.split(/[_.-]/)[0]}:${tool.access}`;
 }
 
 /**
  * The scope of a server's resources, prompts and completions unless they name their own: the
- * definition's `readScope`, else `<prefix>:read` from its tool names (`postgres:read`).
+ * definition's `readScope`, else `<service>:read` from the server's own name (`gatehouse-postgres`
+ * → `postgres:read`) — never from a tool's name, which may come from a file (a curated query's
+ * `my_orders` would have made it `my:read`, a scope of another service).
  */
-export function readScope(
-  definition: Pick<ServerDefinition, 'name' | 'tools' | 'readScope'>,
-): string {
-  if (definition.readScope !== undefined) return definition.readScope;
-  const first = definition.tools[0];
-  const prefix =
-    first === undefined ? definition.name.replace(/^gatehouse-/, '') : first.name.split(/[_.-]/)[0];
-  return `${prefix}:read`;
+export function readScope(definition: Pick<ServerDefinition, 'name' | 'readScope'>): string {
+  return definition.readScope ?? `${serviceOf(definition)}:read`;
 }
 
 /** Whether a principal's scopes grant `scope` (`*` grants everything, `github:*` all of github). */

@@ -258,6 +258,33 @@ export function sanitizeDeep<T>(value: T, flags: Set<SanitizeFlag>): T {
   return value;
 }
 
+/** Whether a content's media type says its text is JSON (a client may decode it). */
+export function isJsonMediaType(mimeType: string | undefined): boolean {
+  return mimeType !== undefined && /^application\/(?:[\w.+-]+\+)?json(?:$|;)/i.test(mimeType);
+}
+
+/**
+ * A JSON text, cleaned as the values it holds: a JSON escape (`\u001b`, `\u0007`, `\r`) hides a
+ * control character from a pass over the text, and a client that decodes the JSON gets it back
+ * raw. So the text is decoded, every string (and key) sanitised as a value, and encoded again
+ * (indented as it was) — or kept byte for byte when nothing was removed. A text that is not JSON
+ * is sanitised as text.
+ */
+export function sanitizeJsonText(text: string, flags: Set<SanitizeFlag>): string {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return sanitizeText(text, flags).text;
+  }
+  const found = new Set<SanitizeFlag>();
+  const clean = sanitizeDeep(value, found);
+  for (const flag of found) flags.add(flag);
+  if (found.size === 0) return text;
+  const indent = /^[[{]\r?\n([ \t]+)/.exec(text)?.[1];
+  return JSON.stringify(clean, null, indent);
+}
+
 /**
  * Cuts a text to a byte budget at a character boundary, with an honest marker saying how much
  * was left out and what to do about it.

@@ -12,6 +12,7 @@
  * confirm.ts (write confirmation), results.ts (dry runs, budgets, structured results),
  * lifetime.ts (deadline, cancellation, drain) and prepare.ts (what is computed once).
  */
+import { sanitizeText } from './sanitize.js';
 import { Server } from '@modelcontextprotocol/server';
 import type { McpRequestContext } from '@modelcontextprotocol/server';
 import type { ServerDefinition } from './define.js';
@@ -51,11 +52,14 @@ export function createServerFactory(
   const { capabilities } = prepared;
   const pageSize = runtime.pageSize ?? DEFAULT_PAGE_SIZE;
   const stateCodec = createStateCodec(runtime);
+  // Cleaned like every listing string: a server may build them from a file or a catalog.
+  const instructions =
+    definition.instructions === undefined ? undefined : sanitizeText(definition.instructions).text;
 
   const factory = (requestContext: McpRequestContext): Server => {
     const server = new Server(prepared.serverInfo, {
       capabilities,
-      ...(definition.instructions === undefined ? {} : { instructions: definition.instructions }),
+      ...(instructions === undefined ? {} : { instructions }),
       // Echoed requestState is verified before any handler runs; tampering is a -32602.
       requestState: { verify: (state, ctx) => stateCodec.verify(state, ctx) },
     });

@@ -632,3 +632,99 @@ describe('the built server', () => {
     expect(refused?.gatehouse.exit_code).toBe(2);
   });
 });
+
+describe("scopes come from the server's identity, never from a name in the file", () => {
+  // With a curated file whose first tool is my_orders, the server's resources, prompts and
+  // completions once needed `my:read` (from that name): a key of another service's `my:read`
+  // read the schema and a `postgres:read` key was refused. Every method against every scope,
+  // with and without the file.
+  const SCOPES: ReadonlyArray<readonly [readonly string[], boolean]> = [
+    [['postgres:read'], true],
+    [['postgres:*'], true],
+    [['*'], true],
+    [['my:read'], false],
+    [['customer:read'], false],
+    [['revenue:read'], false],
+    [[], false],
+  ];
+
+  it.each([true, false])('with a curated file: %s', async (curated) => {
+    for (const [scopes, allowed] of SCOPES) {
+      const who: Principal = { id: 'scoped', authMethod: 'api_key', scopes: [...scopes] };
+      const harness = await connectPostgres(
+        {
+          POSTGRES_URL: company.url,
+          ...(curated ? { POSTGRES_QUERIES_FILE: file } : {}),
+        },
+        { principal: who, startup: true },
+      );
+      const { client } = harness;
+      const shown = `${curated ? 'curated' : 'plain'}, scopes [${scopes.join(', ')}]`;
+      try {
+        const tools = (await client.listTools()).tools.map((t) => t.name);
+        expect(tools.includes('postgres_query'), shown).toBe(allowed);
+        expect(tools.includes('my_orders'), shown).toBe(allowed && curated);
+        // Refused as a tool this caller cannot see: an unknown tool.
+        const refused = await client.callTool({ name: 'postgres_list_tables', arguments: {} }).then(
+          (r) => r.isError === true,
+          () => true,
+        );
+        expect(refused, shown).toBe(!allowed);
+        expect((await client.listResources()).resources.length > 0, shown).toBe(allowed);
+        const templates = (await client.listResourceTemplates()).resourceTemplates;
+        expect(templates.length > 0, shown).toBe(allowed);
+        expect((await client.listPrompts()).prompts.length > 0, shown).toBe(allowed);
+        const read = client.readResource({
+          uri: `postgres://${company.db.name}/public/customers/schema`,
+        });
+        const got = client.getPrompt({ name: 'postgres_explore_schema', arguments: {} });
+        const completed = client.complete({
+          ref: { type: 'ref/resource', uri: 'postgres://{database}/{schema}/{table}/schema' },
+          argument: { name: 'table', value: 'cu' },
+          context: { arguments: { database: company.db.name, schema: 'public' } },
+        });
+        for (const [method, answer] of [
+          ['resources/read', read],
+          ['prompts/get', got],
+          ['completion/complete', completed],
+        ] as const) {
+          if (allowed) await expect(answer, `${method}: ${shown}`).resolves.toBeDefined();
+          else await expect(answer, `${method}: ${shown}`).rejects.toThrow();
+        }
+      } finally {
+        await harness.close();
+      }
+    }
+  });
+
+  it('cleans what the file says before it is listed (titles, descriptions, argument texts)', async () => {
+    const hostile = queriesFile(
+      [
+        {
+          name: 'hidden_words',
+          title: 'Orders\u202e by\u200b status\u{e0041}',
+          description: 'Counts orders.\u001b[2J Ignore the rest\u0007.',
+          parameters: [
+            { name: 'status', type: 'string', description: 'A status\u2066 (paid, shipped).' },
+          ],
+          sql: 'SELECT count(*) FROM orders WHERE status = $1',
+        },
+      ],
+      'hostile.yaml',
+    );
+    const harness = await connectPostgres(
+      { POSTGRES_URL: company.url, POSTGRES_QUERIES_FILE: hostile },
+      { startup: true },
+    );
+    try {
+      const tool = (await harness.client.listTools()).tools.find((t) => t.name === 'hidden_words')!;
+      expect(tool.title).toBe('Orders by status');
+      expect(tool.description).toMatch(/^Counts orders\. Ignore the rest\./);
+      expect(tool.description).not.toContain('\u001b');
+      expect(JSON.stringify(tool.inputSchema)).toContain('A status (paid, shipped).');
+      expect(harness.client.getInstructions() ?? '').not.toMatch(/[\u200b\u202e\u2066]/);
+    } finally {
+      await harness.close();
+    }
+  });
+});

@@ -14,6 +14,7 @@ import type {
   ToolDefinition,
 } from '../define.js';
 import { readScope } from '../policy.js';
+import { sanitizeDeep } from '../sanitize.js';
 
 /** A tool prepared once per process: its listing and the hash of that listing. */
 export interface PreparedTool {
@@ -124,13 +125,18 @@ export function prepareTool(definition: ToolDefinition, structuredOutput: boolea
     definition.access === 'write'
       ? definition.input.extend({ dry_run: DRY_RUN })
       : definition.input;
-  const listing: Tool = {
-    name: definition.name,
-    title: definition.title,
-    description: definition.description,
-    inputSchema: listedSchema(z.toJSONSchema(input, { io: 'input' })) as Tool['inputSchema'],
-    annotations: { title: definition.title, ...definition.annotations },
-  };
+  // Every listing string is cleaned like vendor text, whatever its source: a tool may be made
+  // from a file (a curated query's title and descriptions), not only from code.
+  const listing: Tool = sanitizeDeep(
+    {
+      name: definition.name,
+      title: definition.title,
+      description: definition.description,
+      inputSchema: listedSchema(z.toJSONSchema(input, { io: 'input' })) as Tool['inputSchema'],
+      annotations: { title: definition.title, ...definition.annotations },
+    },
+    new Set(),
+  );
   if (definition.output !== undefined && structuredOutput) {
     const output = z.toJSONSchema(definition.output, { io: 'output' });
     // A write tool also answers dry runs, whose structured result is the preview.

@@ -31,7 +31,8 @@ export function registerPrompts(connection: Connection, pageSize: number): void 
           required: a.required === true,
         })),
       }));
-    const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
+    const clean = sanitizeDeep(listed, new Set());
+    const { page, nextCursor } = paginate(clean, request.params?.cursor, pageSize);
     return nextCursor === undefined ? { prompts: page } : { prompts: page, nextCursor };
   });
 

@@ -59,7 +59,11 @@ export function registerResources(connection: Connection, pageSize: number): voi
     const listed = templates
       .filter(({ definition: t }) => connection.granted(t).allow)
       .map(({ definition: t }) => ({ name: t.name, uriTemplate: t.uriTemplate, ...described(t) }));
-    const { page, nextCursor } = paginate(listed, request.params?.cursor, pageSize);
+    const { page, nextCursor } = paginate(
+      sanitizeDeep(listed, new Set()),
+      request.params?.cursor,
+      pageSize,
+    );
     return nextCursor === undefined
       ? { resourceTemplates: page }
       : { resourceTemplates: page, nextCursor };

@@ -11,7 +11,13 @@ import type {
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { DryRunPreview, StructuredToolResult, ToolDefinition } from '../define.js';
-import { sanitizeDeep, sanitizeText, truncateText } from '../sanitize.js';
+import {
+  isJsonMediaType,
+  sanitizeDeep,
+  sanitizeJsonText,
+  sanitizeText,
+  truncateText,
+} from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import { toolErrorResult } from './failures.js';
 import type { PreparedTool } from './prepare.js';
@@ -127,7 +133,7 @@ export function shapeToolResult(
       ...(withStructured ? { structuredContent: structured } : {}),
     });
   }
-  return ok({ content: budgetContent(sanitizeDeep(result.content, flags), budget, flags) });
+  return ok({ content: budgetContent(cleanContent(result.content, flags), budget, flags) });
 }
 
 /** Keeps content blocks within a byte budget, cutting text with an honest marker. */
@@ -161,13 +167,34 @@ function budgetContent(
   return kept;
 }
 
+/**
+ * A resource's text as a client reads it: a JSON text (by its media type) cleaned as the values
+ * it holds, any other text as text.
+ */
+function cleanResourceText(text: string, mimeType: string | undefined, flags: Set<SanitizeFlag>) {
+  return isJsonMediaType(mimeType) ? sanitizeJsonText(text, flags) : sanitizeText(text, flags).text;
+}
+
 /** Resource texts: sanitised and cut to the budget; blobs pass as they are. */
-export function shapeResourceContents<C extends { text: string } | { blob: string }>(
-  contents: readonly C[],
-  budget: number,
-  flags: Set<SanitizeFlag>,
-): C[] {
+export function shapeResourceContents<
+  C extends { text: string; mimeType?: string | undefined } | { blob: string },
+>(contents: readonly C[], budget: number, flags: Set<SanitizeFlag>): C[] {
   return contents.map((c) =>
-    'text' in c ? { ...c, text: truncateText(sanitizeText(c.text, flags).text, budget, flags) } : c,
+    'text' in c
+      ? { ...c, text: truncateText(cleanResourceText(c.text, c.mimeType, flags), budget, flags) }
+      : c,
   );
+}
+
+/** Content blocks sanitised; an embedded resource's text as its media type says. */
+function cleanContent(content: ContentBlock[], flags: Set<SanitizeFlag>): ContentBlock[] {
+  return content.map((block) => {
+    if (block.type !== 'resource' || !('text' in block.resource)) return sanitizeDeep(block, flags);
+    const { text, ...rest } = block.resource;
+    const clean = sanitizeDeep({ ...block, resource: rest }, flags);
+    return {
+      ...clean,
+      resource: { ...clean.resource, text: cleanResourceText(text, rest.mimeType, flags) },
+    };
+  });
 }
