@@ -47,6 +47,23 @@ export interface LoggerOptions {
   dest?: number | string;
 }
 
+/** Every string of a log line's fields (keys too, errors' messages and stacks) with secrets replaced. */
+function scrubDeep(value: unknown, depth = 0): Record<string, unknown> {
+  const scrub = (v: unknown, d: number): unknown => {
+    if (typeof v === 'string') return scrubSecrets(v).text;
+    if (d > 8 || v === null || typeof v !== 'object') return v;
+    if (Array.isArray(v)) return v.map((item) => scrub(item, d + 1));
+    const out: Record<string, unknown> = {};
+    const source =
+      v instanceof Error ? { ...v, message: v.message, stack: v.stack, type: v.name } : v;
+    for (const [key, inner] of Object.entries(source)) {
+      out[scrubSecrets(key).text] = scrub(inner, d + 1);
+    }
+    return out;
+  };
+  return scrub(value, depth) as Record<string, unknown>;
+}
+
 /**
  * Creates the pino logger: JSON lines on stderr (stdout belongs to the protocol on stdio),
  * credential fields redacted, secret values scrubbed from every line. The stderr writer is synchronous: a log line is on its way
@@ -60,10 +77,21 @@ export function createLogger(options: LoggerOptions = {}): Logger {
       redact: { paths: [...REDACT_PATHS, ...(options.redact ?? [])], censor: '[secret]' },
       base: { pid: process.pid },
       timestamp: pino.stdTimeFunctions.isoTime,
-      formatters: { level: (label) => ({ level: label }) },
-      // The last word on every line: configured secret values and known token formats are
-      // replaced wherever they sit (an upstream error echoing a token, a URL in a stack trace).
-      hooks: { streamWrite: (line) => scrubSecrets(line).text },
+      // Secret values are replaced in every string before the line is serialised (a value that
+      // holds a secret's JSON-escaped spelling is escaped again in the line, past the forms the
+      // last word knows), in the message as in the fields.
+      formatters: { level: (label) => ({ level: label }), log: (object) => scrubDeep(object) },
+      hooks: {
+        logMethod(args, method) {
+          method.apply(
+            this,
+            args.map((arg) => (typeof arg === 'string' ? scrubSecrets(arg).text : arg)) as never,
+          );
+        },
+        // The last word on every line: configured secret values and known token formats are
+        // replaced wherever they sit (an upstream error echoing a token, a URL in a stack trace).
+        streamWrite: (line) => scrubSecrets(line).text,
+      },
     },
     options.destination ?? pino.destination({ dest: options.dest ?? 2, sync: true }),
   );

@@ -58,7 +58,24 @@ let configured: RegExp | undefined;
 /** Shorter values are not registered: replacing them everywhere would mangle ordinary text. */
 export const MIN_SECRET_LENGTH = 6;
 
-/** The forms a value takes on its way out: as is, URL-encoded or -decoded, JSON-escaped. */
+/** A value as the inside of a JSON string, the way one encoder or another writes it. */
+function jsonSpellings(value: string): string[] {
+  const escaped = JSON.stringify(value).slice(1, -1);
+  const hex = (c: string, upper: boolean) => {
+    const code = c.charCodeAt(0).toString(16).padStart(4, '0');
+    return `\\u${upper ? code.toUpperCase() : code}`;
+  };
+  // ECMAScript's JSON.stringify; ASCII-only encoders (Python's json.dumps, Go's HTML-safe
+  // escaping) spell every other character \uXXXX, in either case; PHP escapes the slash.
+  const ascii = (upper: boolean) => escaped.replace(/[^\u0020-\u007e]/g, (c) => hex(c, upper));
+  return [escaped, ascii(false), ascii(true), escaped.replaceAll('/', '\\/')];
+}
+
+/**
+ * The forms a value takes on its way out: as is, URL-encoded or -decoded, JSON-escaped (in the
+ * spellings of {@link jsonSpellings}), and JSON-escaped twice (a JSON text inside a JSON string,
+ * as a log line holds a logged body).
+ */
 function forms(value: string): string[] {
   const out = new Set([value, encodeURIComponent(value)]);
   try {
@@ -66,7 +83,12 @@ function forms(value: string): string[] {
   } catch {
     // not URL-encoded
   }
-  for (const v of [...out]) out.add(JSON.stringify(v).slice(1, -1));
+  for (const v of [...out]) {
+    for (const once of jsonSpellings(v)) {
+      out.add(once);
+      out.add(JSON.stringify(once).slice(1, -1));
+    }
+  }
   return [...out];
 }
 

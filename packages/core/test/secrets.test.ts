@@ -1,4 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -134,5 +134,69 @@ describe("the operator's own secret list (GATEHOUSE_SECRET_VALUES_FILE)", () => 
       '  - GATEHOUSE_SECRET_VALUES: line 2: shorter than 6 characters, so it cannot be told apart from ordinary text',
     ]);
     expect(JSON.stringify(server.logs)).not.toContain('long-enough-value');
+  });
+});
+
+describe('every spelling of a listed secret, in every sink, the start-up log line included', () => {
+  // A value that every encoder spells differently: a quote, a backslash, a slash, non-ASCII.
+  const value = 'pä"ss\\word/Ünï-4242';
+  const json = JSON.stringify(value).slice(1, -1);
+  const ascii = (upper: boolean) =>
+    json.replace(/[^\u0020-\u007e]/g, (c) => {
+      const code = c.charCodeAt(0).toString(16).padStart(4, '0');
+      return `\\u${upper ? code.toUpperCase() : code}`;
+    });
+  const SPELLINGS = [
+    value,
+    encodeURIComponent(value),
+    json,
+    ascii(false),
+    ascii(true),
+    json.replaceAll('/', '\\/'),
+    // JSON inside a JSON string: a logged body.
+    JSON.stringify(json).slice(1, -1),
+  ];
+  const dir = mkdtempSync(join(tmpdir(), 'secret-spellings-'));
+  const list = join(dir, 'values');
+  writeFileSync(list, `${value}\n`);
+
+  it('holds none of them: results, errors, the log (the configuration it starts with) and the audit trail', async () => {
+    // The upstream repeats every spelling; a non-secret setting holds them too, and the
+    // "server started" line prints the configuration when the audit trail goes to a file.
+    const text = SPELLINGS.map((s, i) => `#${i}: ${s}`).join(' | ');
+    const audit = join(dir, 'audit.log');
+    const connection = await connectStdio(process.execPath, [demoServer], {
+      env: {
+        DEMO_UPSTREAM_TEXT: text,
+        GATEHOUSE_SECRET_VALUES_FILE: list,
+        GATEHOUSE_LOG_LEVEL: 'debug',
+        GATEHOUSE_AUDIT_SINKS: 'file',
+        GATEHOUSE_AUDIT_FILE: audit,
+      },
+    });
+    const results: unknown[] = [];
+    try {
+      for (const kind of KINDS) {
+        results.push(
+          await connection.client.callTool({ name: 'demo_upstream_echo', arguments: { kind } }),
+        );
+      }
+    } finally {
+      await connection.close();
+    }
+    const stderr = connection.stderr.join('\n');
+    expect(stderr).toContain('server started');
+    expect(stderr).toMatch(/"DEMO_UPSTREAM_TEXT":"#0: \[REDACTED:GATEHOUSE_SECRET_VALUES\]/);
+    const sinks = { results: JSON.stringify(results), stderr, audit: readFileSync(audit, 'utf8') };
+    for (const [sink, written] of Object.entries(sinks)) {
+      for (const spelling of SPELLINGS) {
+        expect(written.includes(spelling), `${sink} holds ${spelling}`).toBe(false);
+        // …nor the way that sink's JSON spells it again.
+        expect(
+          written.includes(JSON.stringify(spelling).slice(1, -1)),
+          `${sink}: ${spelling}`,
+        ).toBe(false);
+      }
+    }
   });
 });
