@@ -37,8 +37,10 @@ const SURFACES: Record<string, string[]> = {
   ],
   '@gatehouse/core/saas': [
     'Pacer',
+    'RedirectRefusedError',
     'RequestTimeoutError',
     'TargetScope',
+    'UnexpectedAnswerError',
     'ambiguous',
     'boundedFetch',
     'checkCredential',
@@ -46,6 +48,7 @@ const SURFACES: Record<string, string[]> = {
     'dedupeKey',
     'mayWait',
     'postOnce',
+    'refusedRedirect',
     'retryAfterSeconds',
     'sleep',
     'startupBounds',

@@ -32,7 +32,7 @@ beforeAll(async () => {
     new TracerProvider({ spanProcessors: [new SimpleSpanProcessor({ exporter })] }),
   );
   upstream = createServer((_req, res) =>
-    res.writeHead(200, { 'content-type': 'text/plain' }).end('pong'),
+    res.writeHead(200, { 'content-type': 'application/json' }).end('"pong"'),
   );
   await new Promise<void>((resolve) => upstream.listen(0, '127.0.0.1', resolve));
   upstreamUrl = `http://127.0.0.1:${(upstream.address() as AddressInfo).port}/secret/path?q=${MARKER}`;

@@ -178,6 +178,83 @@ describe('timedFetch', () => {
   });
 });
 
+describe('timedFetch: redirects and answers that are not JSON', () => {
+  /** A server answering each path as the table says. */
+  async function vendor(
+    routes: Record<string, { status: number; headers?: Record<string, string>; body?: string }>,
+  ) {
+    const hits: string[] = [];
+    const server = createServer((req, res) => {
+      hits.push(`${req.method} ${req.url}`);
+      const route = routes[req.url ?? ''] ?? { status: 404, body: '{}' };
+      res.writeHead(route.status, { 'content-type': 'application/json', ...route.headers });
+      res.end(route.body ?? '');
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    return { base, hits, close: () => (server.closeAllConnections(), server.close()) };
+  }
+
+  it('follows a read only where the rules allow, never a write, at most three times', async () => {
+    const v = await vendor({
+      '/a': { status: 301, headers: { location: '/allowed' } },
+      '/b': { status: 307, headers: { location: '/elsewhere' } },
+      '/allowed': { status: 200, body: '{"ok":true}' },
+      '/loop': { status: 302, headers: { location: '/loop' } },
+    });
+    try {
+      const followRead = (to: URL) => to.pathname === '/allowed' || to.pathname === '/loop';
+      const rules = timedFetch(2_000, fetch, { followRead });
+      expect(await (await rules(`${v.base}/a`)).json()).toEqual({ ok: true });
+      await expect(rules(`${v.base}/b`)).rejects.toMatchObject({ status: 307, write: false });
+      await expect(rules(`${v.base}/a`, { method: 'POST', body: '{}' })).rejects.toMatchObject({
+        name: 'RedirectRefusedError',
+        write: true,
+      });
+      await expect(rules(`${v.base}/loop`)).rejects.toMatchObject({ status: 302 });
+      // Without rules, nothing is followed.
+      await expect(timedFetch(2_000)(`${v.base}/a`)).rejects.toMatchObject({ status: 301 });
+      expect(v.hits.filter((h) => h.endsWith('/elsewhere'))).toEqual([]);
+      expect(v.hits.filter((h) => h === 'POST /allowed')).toEqual([]);
+    } finally {
+      v.close();
+    }
+  });
+
+  it('reads no answer that is not JSON, but lets an empty one and a 204 through', async () => {
+    const v = await vendor({
+      '/html': {
+        status: 200,
+        headers: { 'content-type': 'text/html' },
+        body: '<script>x</script>',
+      },
+      '/empty': { status: 201, headers: { 'content-type': '' } },
+      '/none': { status: 204 },
+      '/vendor': {
+        status: 200,
+        headers: { 'content-type': 'application/vnd.github+json' },
+        body: '[]',
+      },
+    });
+    try {
+      const get = timedFetch(2_000);
+      await expect(get(`${v.base}/html`)).rejects.toMatchObject({
+        name: 'UnexpectedAnswerError',
+        message: expect.stringMatching(/answered 200 with text\/html instead of JSON/) as unknown,
+      });
+      expect((await get(`${v.base}/empty`, { method: 'PUT' })).status).toBe(201);
+      expect((await get(`${v.base}/none`)).status).toBe(204);
+      expect(await (await get(`${v.base}/vendor`)).json()).toEqual([]);
+      // The error the model gets names the status and the type, never the body.
+      const mapped = toUpstream({ cause: await get(`${v.base}/html`).catch((e: unknown) => e) });
+      expect(mapped.toolMessage()).toMatch(/instead of JSON/);
+      expect(mapped.toolMessage()).not.toContain('script');
+    } finally {
+      v.close();
+    }
+  });
+});
+
 describe('postOnce', () => {
   const signal = new AbortController().signal;
   it('returns what an identical earlier write made, and sends nothing', async () => {

@@ -117,6 +117,8 @@ export interface GitHubFake {
   readonly responses: FakeResponse[];
   /** Queue a failure for the next matching request(s). */
   fail(failure: GitHubFakeFailure): void;
+  /** Drops every failure still queued. */
+  clearFailures(): void;
   /**
    * Transfers an issue to another repository, as GitHub does: the issue gets a number there,
    * and requests for the old one are answered `301 Moved Permanently` with its new address.
@@ -1031,6 +1033,7 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     requests: http.requests,
     responses: http.responses,
     fail: (failure) => http.fail(failure),
+    clearFailures: () => http.clearFailures(),
     transfer: (from, number, to) => {
       const source = repoByName(from);
       const target = repoByName(to);

@@ -30,6 +30,16 @@ export interface FakeFailure {
   afterEffect?: boolean;
   /** The error's message (default: the vendor's for the status). */
   message?: string;
+  /**
+   * Answer with this redirect instead (`status` 301, 302, 303, 307 or 308): the `Location`, as
+   * given (an absolute URL, or a path on the fake). The request takes no effect.
+   */
+  redirect?: string;
+  /**
+   * Answer with this body and content type instead (a proxy's HTML page, a captive portal's
+   * answer), with `status`. The request takes no effect.
+   */
+  page?: { contentType: string; body: string };
 }
 
 /** One response the fake sent, for validation against the vendor's shapes. */
@@ -127,6 +137,11 @@ export class HttpFake<C> {
     this.#failures.push({ ...failure });
   }
 
+  /** Drops every failure still queued. */
+  clearFailures(): void {
+    this.#failures.splice(0);
+  }
+
   /** Sends a JSON answer and captures it. */
   send(
     res: ServerResponse,
@@ -201,6 +216,16 @@ export class HttpFake<C> {
       this.responses.splice(sent);
     }
     if (failure.delayMs !== undefined) await new Promise((r) => setTimeout(r, failure.delayMs));
+    if (failure.redirect !== undefined) {
+      res.writeHead(failure.status, { location: failure.redirect, 'content-type': 'text/html' });
+      res.end(`<a href="${failure.redirect}">Moved</a>`);
+      return;
+    }
+    if (failure.page !== undefined) {
+      res.writeHead(failure.status, { 'content-type': failure.page.contentType });
+      res.end(failure.page.body);
+      return;
+    }
     if (failure.status < 400) {
       // Slow, not failed: answered normally once the delay is over (if anyone still waits).
       if (res.destroyed || req.destroyed) return;

@@ -45,6 +45,8 @@ export type { TcpProxy } from './tcp-proxy.js';
 export type { TestRedis } from './redis.js';
 export { checkGeneratedDocs, runConformance, runOnOldNode } from './repo-tools.js';
 export { eventually, resultText } from './results.js';
+export { REDIRECT_STATUSES, redirectMatrix, roadName, travel } from './roads.js';
+export type { RedirectProblem, RedirectingFake, Road, RoadAnswer } from './roads.js';
 export { TIME_SCALE, scaled } from './time.js';
 export type { ServerUpstream, UpstreamModule } from './upstream.js';
 export type { ConformanceRun } from './repo-tools.js';

@@ -116,6 +116,8 @@ export interface JiraFake {
   /** ADF documents sent to it that break the official ADF schema (they were refused). */
   readonly adfProblems: string[];
   fail(failure: FakeFailure): void;
+  /** Drops every failure still queued. */
+  clearFailures(): void;
   issue(key: string): FakeJiraIssue;
   /** Moves an issue to another project, as Jira does: a new key, the old one still resolves. */
   move(key: string, project: string): string;
@@ -1117,6 +1119,7 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     queries,
     adfProblems,
     fail: (f) => http.fail(f),
+    clearFailures: () => http.clearFailures(),
     issue: (key) => {
       const i = findIssue(key);
       if (i === undefined) throw new Error(`no issue ${key} in the fake`);

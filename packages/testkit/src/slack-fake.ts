@@ -74,6 +74,8 @@ export interface SlackFake {
   readonly violations: string[];
   /** HTTP-level failures (status, 429 with Retry-After, delays, lost answers). */
   fail(failure: FakeFailure): void;
+  /** Drops every failure still queued. */
+  clearFailures(): void;
   /** Slack's own kind of failure: the next call of `method` answers `ok: false` with `error`. */
   platformError(method: string, error: string, extra?: Record<string, unknown>): void;
   channel(idOrName: string): FakeSlackChannel;
@@ -351,6 +353,7 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     responses: http.responses,
     violations,
     fail: (failure) => http.fail(failure),
+    clearFailures: () => http.clearFailures(),
     platformError: (method, error, extra = {}) =>
       platformErrors.push({ method, body: { ok: false, error, ...extra } }),
     channel: (idOrName) => {

@@ -1,14 +1,16 @@
-import { ToolError, UpstreamError, withRetry } from '@gatehouse/core';
+import { PolicyError, ToolError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import {
   Pacer,
   createUpstreamErrors,
+  refusedRedirect,
   timedFetch,
   waitingOutRateLimits,
 } from '@gatehouse/core/saas';
 import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createAppAuth } from '@octokit/auth-app';
 import { Octokit } from '@octokit/rest';
+import { repoScope } from './scope.js';
 import type { GitHubConfig } from './config.js';
 import type { CallBounds } from '@gatehouse/core';
 
@@ -52,6 +54,19 @@ function paceGroup(method: string, url: string): string | undefined {
 }
 
 /**
+ * Whether a read may follow a redirect to `to`: the configured API's origin and path, and a
+ * repository path (`…/repos/{owner}/{repo}/…`) of an allowed repository.
+ */
+function withinScope(config: GitHubConfig, to: URL): boolean {
+  const api = new URL(config.GITHUB_API_URL.replace(/\/?$/, '/'));
+  if (to.origin !== api.origin || !to.pathname.startsWith(api.pathname)) return false;
+  const rest = to.pathname.slice(api.pathname.length).split('/');
+  if (rest[0] !== 'repos' || rest[1] === undefined || rest[2] === undefined) return false;
+  const name = `${decodeURIComponent(rest[1])}/${decodeURIComponent(rest[2])}`;
+  return repoScope(config).allows(name);
+}
+
+/**
  * Builds the client: token or GitHub App auth, the configured base URL, and one request hook
  * for everything between a call and GitHub — pacing (GitHub's advice), the wait a rate limit
  * asks for when it fits the call's deadline (once), retries of failed idempotent requests
@@ -90,7 +105,13 @@ export function createGitHub(
       warn: (message: string) => logger.warn({ octokit: true }, message),
       error: (message: string) => logger.warn({ octokit: true }, message),
     },
-    request: { fetch: timedFetch(config.GITHUB_REQUEST_TIMEOUT_MS) },
+    // No redirect is followed for a write; a read's only to an allowed repository on the
+    // configured host (a renamed repository's redirect is refused: update GITHUB_REPOS).
+    request: {
+      fetch: timedFetch(config.GITHUB_REQUEST_TIMEOUT_MS, fetch, {
+        followRead: (to) => withinScope(config, to),
+      }),
+    },
   });
   octokit.hook.wrap('request', (request, options) => {
     const own = options.request as
@@ -185,6 +206,15 @@ const mapGitHub = createUpstreamErrors(GITHUB_UPSTREAM);
 export function githubError(error: unknown, signal?: AbortSignal): unknown {
   if (signal?.aborted === true) return signal.reason as unknown;
   if (error instanceof ToolError || error instanceof UpstreamError) return error;
+  // A read GitHub redirected outside the allowed repositories (a transferred issue, a renamed
+  // repository): the allow-list's refusal, naming nothing of where it went.
+  const redirect = refusedRedirect(error);
+  if (redirect !== undefined && !redirect.write) {
+    return new PolicyError(
+      'repo_allow_list',
+      `GitHub answered that it moved (${redirect.status}) to a place outside this server's repositories, which this server does not follow.`,
+    );
+  }
   const e = error as OctokitError;
   // Octokit reports a request that never got an answer as a 500 without a response.
   const answered = typeof e.status === 'number' && !(e.status === 500 && e.response === undefined);

@@ -66,7 +66,8 @@ export function requireInScope(deps: GitHubDeps, issue: GitHubIssue, asked: stri
   if (inScope(deps, issue)) return;
   throw new PolicyError(
     'repo_allow_list',
-    `${asked} was moved to ${repoOf(issue) || 'another repository'}, which is not one of this server's repositories (${deps.scope.describe()}).`,
+    // Named only as far as the caller may see: never the repository it went to.
+    `${asked} was moved to a repository outside this server's repositories (${deps.scope.describe()}).`,
   );
 }
 

@@ -6,6 +6,7 @@ import type { UpstreamProfile } from '@gatehouse/core/saas';
 import { createCloudClient } from 'jira.js/cloud';
 import type { JiraConfig } from './config.js';
 import { JiraHttpError, jiraTransport } from './transport.js';
+import { projectScope } from './format.js';
 import type { CallBounds } from '@gatehouse/core';
 
 export type JiraApi = ReturnType<typeof createCloudClient>;
@@ -44,6 +45,19 @@ export function jiraError(error: unknown): UpstreamError {
   return toUpstream({ message: (cause as Error).message, cause: error });
 }
 
+/**
+ * Whether a read may follow a redirect to `to`: the configured site, and a path that names an
+ * allowed project — by an issue key (`…/issue/OPS-12…`) or its own key (`…/project/OPS…`).
+ */
+export function redirectAllowed(site: URL, to: URL, allows: (project: string) => boolean): boolean {
+  if (to.origin !== site.origin || !to.pathname.startsWith(site.pathname)) return false;
+  const named = /\/(?:issue\/([A-Z][A-Z0-9_]*)-\d+|project\/([A-Z][A-Z0-9_]*))(?:\/|$)/.exec(
+    decodeURIComponent(to.pathname),
+  );
+  const project = named?.[1] ?? named?.[2];
+  return project !== undefined && allows(project);
+}
+
 /** How the client waits; tests shorten a rate limit's second. */
 export interface JiraOptions {
   readonly secondMs?: number;
@@ -63,7 +77,13 @@ export class Jira {
     options: JiraOptions = {},
   ) {
     const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
-    this.#bounded = boundedFetch(config.JIRA_REQUEST_TIMEOUT_MS);
+    // No redirect is followed for a write; a read's only to an allowed project's issue or
+    // project path on the configured site.
+    const scope = projectScope(config);
+    const site = new URL(config.JIRA_URL.replace(/\/?$/, '/'));
+    this.#bounded = boundedFetch(config.JIRA_REQUEST_TIMEOUT_MS, fetch, {
+      followRead: (to) => redirectAllowed(site, to, (key) => scope.allows(key)),
+    });
     this.api = createCloudClient(
       jiraTransport({
         host: config.JIRA_URL.replace(/\/$/, ''),

@@ -10,8 +10,14 @@ export type { RateLimitWaitOptions, ResetHeaders, WaitRule } from './rate-limits
 export { checkCredential, startupBounds } from './startup.js';
 export { TargetScope } from './target-scope.js';
 export type { TargetScopeOptions } from './target-scope.js';
-export { RequestTimeoutError, boundedFetch, timedFetch } from './timed-fetch.js';
-export type { BoundedFetch } from './timed-fetch.js';
-export { createUpstreamErrors } from './upstream-errors.js';
+export {
+  RedirectRefusedError,
+  RequestTimeoutError,
+  UnexpectedAnswerError,
+  boundedFetch,
+  timedFetch,
+} from './timed-fetch.js';
+export type { BoundedFetch, FetchRules } from './timed-fetch.js';
+export { createUpstreamErrors, refusedRedirect } from './upstream-errors.js';
 export type { UpstreamFailure, UpstreamProfile } from './upstream-errors.js';
 export { writesEnabled } from './writes.js';

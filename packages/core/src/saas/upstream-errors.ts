@@ -7,7 +7,8 @@
 import { UpstreamError } from '../errors.js';
 import { retryAfterSeconds } from './rate-limits.js';
 import type { ResetHeaders } from './rate-limits.js';
-import { RequestTimeoutError } from './timed-fetch.js';
+import { sanitizeText } from '../sanitize.js';
+import { RedirectRefusedError, RequestTimeoutError, UnexpectedAnswerError } from './timed-fetch.js';
 
 /** A failed request, as a vendor client reports it, normalised. */
 export interface UpstreamFailure {
@@ -51,6 +52,31 @@ export interface UpstreamProfile {
   ) => { status: number; message: string } | undefined;
 }
 
+/** The redirect a request was refused in an error's cause chain, if that is what failed. */
+export function refusedRedirect(error: unknown): RedirectRefusedError | undefined {
+  return causeOf(error, RedirectRefusedError);
+}
+
+/** The first error of one of `types` in an error's cause chain (a vendor client wraps ours). */
+function causeOf<T extends Array<abstract new (...args: never[]) => Error>>(
+  error: unknown,
+  ...types: T
+): InstanceType<T[number]> | undefined {
+  let current = error;
+  for (let depth = 0; depth < 5 && current !== undefined && current !== null; depth++) {
+    if (types.some((type) => current instanceof type)) return current as InstanceType<T[number]>;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** A vendor's message as shown: one line, cleaned, at most 300 characters. */
+function shownMessage(message: string | undefined): string | undefined {
+  if (message === undefined) return undefined;
+  const line = sanitizeText(message.replace(/\s+/g, ' ').trim()).text;
+  return line.length > 300 ? `${line.slice(0, 299)}…` : line;
+}
+
 function defaultMessageOf(data: unknown): string | undefined {
   const d = data as { message?: unknown; errorMessages?: unknown } | undefined;
   if (typeof d?.message === 'string') return d.message;
@@ -75,10 +101,12 @@ export function createUpstreamErrors(
       cause: failure.cause,
       ...(requestId === undefined ? {} : { requestId }),
     };
-    const timedOut =
-      failure.cause instanceof RequestTimeoutError
-        ? failure.cause
-        : (failure.cause as { cause?: unknown } | undefined)?.cause;
+    const refused = causeOf(failure.cause, RedirectRefusedError, UnexpectedAnswerError);
+    if (refused !== undefined) {
+      const status = refused instanceof RedirectRefusedError ? refused.status : 502;
+      return new UpstreamError({ ...common, status, message: refused.message, shown: true });
+    }
+    const timedOut = causeOf(failure.cause, RequestTimeoutError);
     if (timedOut instanceof RequestTimeoutError) {
       const variable = profile.timeoutVariable === undefined ? '' : ` (${profile.timeoutVariable})`;
       return new UpstreamError({
@@ -98,7 +126,8 @@ export function createUpstreamErrors(
           })
         : new UpstreamError({ ...common, status: 503, message: `${service} is unreachable` });
     }
-    const vendorMessage = (profile.messageOf ?? defaultMessageOf)(failure.data);
+    // Only the vendor's documented message field is quoted, on one line, cleaned and capped.
+    const vendorMessage = shownMessage((profile.messageOf ?? defaultMessageOf)(failure.data));
     const retryAfter = retryAfterSeconds(headers, profile.reset);
     const retry = retryAfter === undefined ? {} : { retryAfterSeconds: retryAfter };
     const special = profile.classify?.({ ...failure, vendorMessage, retryAfter });
