@@ -75,6 +75,12 @@ export interface RequestContext extends CallBounds {
    */
   untrusted(content: string, source: string): string;
   /**
+   * Frames one third-party string where it sits among others — a value in a JSON resource, a
+   * name in a preview — with the same markers and no note (the answer's text carries the note):
+   * `<untrusted-data-N>value</untrusted-data-N>`. An empty string stays empty.
+   */
+  untrustedValue(content: string): string;
+  /**
    * Seals a payload into an integrity-protected `requestState` string (HMAC, bound to the
    * principal, expiring) for an input-required result; the client cannot alter it.
    */

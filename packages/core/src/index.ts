@@ -66,5 +66,6 @@ export type { RetryOptions } from './retry.js';
 export { EXIT, runServer } from './run.js';
 export type { RunServerOptions, RunningServer } from './run.js';
 export { sanitizeDeep, sanitizeText } from './sanitize.js';
+export { untrusted } from './pipeline/frame-structured.js';
 export { traceUpstream } from './tracing.js';
 export type { SanitizeFlag, Sanitized } from './sanitize.js';

@@ -361,8 +361,9 @@ describe('human in the loop', () => {
       name: 'demo_post',
       arguments: { message: 'ship it', dry_run: true },
     });
-    expect(text(preview)).toBe(
-      'DRY RUN — nothing was sent. Would post 7 characters to demo:board.\nThis is exactly what would be sent:\n{\n  "board": "general",\n  "text": "ship it"\n}',
+    // What would be sent is shown as data, framed (it can hold third-party text).
+    expect(text(preview)).toMatch(
+      /^DRY RUN — nothing was sent\. Would post 7 characters to demo:board\.\nThis is exactly what would be sent:\n<(untrusted-data-[0-9a-f]+) source="the request this server would send">\n\{\n {2}"board": "general",\n {2}"text": "ship it"\n\}\n<\/\1>\n/,
     );
     expect(probe.posted).toEqual([]);
     expect(records[0]!.args!.redacted).toEqual({ message: 'ship it', dry_run: true });
@@ -421,7 +422,7 @@ describe('human in the loop', () => {
       expect(preview.structuredContent).toEqual({
         dry_run: true,
         summary: 'would create x',
-        would_send: { name: 'x' },
+        would_send: { name: expect.stringMatching(/^<(untrusted-data-[0-9a-f]+)>x<\/\1>$/) },
       });
       const real = await connection.client.callTool({
         name: 'demo_create',

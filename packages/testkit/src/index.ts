@@ -25,7 +25,14 @@ export { startTestIssuer } from './oauth.js';
 export type { TestIssuer } from './oauth.js';
 export { memoryAudit } from './audit.js';
 export { seededRandom } from './random.js';
-export { HOSTILE_MARKER, HOSTILE_TEXT, hostileProblems } from './hostile.js';
+export {
+  HOSTILE_MARKER,
+  HOSTILE_TEXT,
+  answerProblems,
+  answerStrings,
+  hostileProblems,
+  unframed,
+} from './hostile.js';
 export type { MemoryAudit } from './audit.js';
 export { HttpFake, cursorPages, linkPages, offsetPages, readJson } from './http-fake.js';
 export type {

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { ToolError, UpstreamError } from '@gatehouse/core';
+import { ToolError, UpstreamError, untrusted } from '@gatehouse/core';
 import * as z from 'zod';
 
 /** The parts of a GitHub issue the server reads, checked where an answer comes in. */
@@ -81,19 +81,21 @@ export const IssueViewSchema = z
   .object({
     repo: z.string(),
     number: z.number().int(),
-    title: z.string(),
+    // What GitHub users wrote is framed in either view (docs/security.md); logins are of the
+    // closed set GitHub documents (loginOf), the rest is GitHub's or ours.
+    title: untrusted(z.string()),
     state: z.string(),
     state_reason: z.string().nullable(),
-    labels: z.array(z.string()),
+    labels: z.array(untrusted(z.string())),
     assignees: z.array(z.string()),
     author: z.string().nullable(),
     comments: z.number().int(),
-    milestone: z.string().nullable(),
+    milestone: untrusted(z.string()).nullable(),
     created_at: z.string(),
     updated_at: z.string(),
     closed_at: z.string().nullable(),
     url: z.string(),
-    body: z.string().nullable(),
+    body: untrusted(z.string()).nullable(),
     hidden: z
       .literal(true)
       .describe(
@@ -102,6 +104,18 @@ export const IssueViewSchema = z
   })
   .partial();
 export type IssueView = z.infer<typeof IssueViewSchema>;
+
+/**
+ * GitHub's documented login: letters, digits and single hyphens, not at either end, at most 39
+ * characters (an app's bot adds `[bot]`). Logins are shown outside the frames (`by @alice`), so
+ * one that is not of that form is not GitHub's and is shown as `unknown`.
+ */
+const LOGIN = /^[A-Za-z0-9](?:[A-Za-z0-9]|-(?=[A-Za-z0-9])){0,38}(?:\[bot\])?$/;
+
+/** A login as shown: GitHub's form, or null. */
+export function loginOf(login: string | null | undefined): string | null {
+  return login !== null && login !== undefined && LOGIN.test(login) ? login : null;
+}
 
 /** `owner/repo` of an issue, from its repository_url. */
 export function repoOf(issue: GitHubIssue): string {
@@ -120,7 +134,7 @@ export function projectIssue(
   hidden = false,
 ): IssueView {
   const repo = repoOf(issue);
-  const author = issue.user?.login ?? null;
+  const author = loginOf(issue.user?.login);
   const all: Required<Omit<IssueView, 'hidden'>> = {
     repo,
     number: issue.number,
@@ -128,7 +142,7 @@ export function projectIssue(
     state: issue.state,
     state_reason: issue.state_reason ?? null,
     labels: issue.labels.map((l) => (typeof l === 'string' ? l : (l.name ?? ''))),
-    assignees: (issue.assignees ?? []).map((a) => a.login),
+    assignees: (issue.assignees ?? []).flatMap((a) => loginOf(a.login) ?? []),
     author,
     comments: issue.comments,
     milestone: issue.milestone?.title ?? null,

@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectGitHub, startFake, text } from './helpers.ts';
@@ -22,7 +23,7 @@ describe("the operator's secret list on the GitHub server", () => {
       name: 'github_create_issue',
       arguments: { repo: 'acme/web', title: 'Rotate the DB password', body: `old: ${SECRET}` },
     });
-    const { number } = (created.structuredContent as { issue: { number: number } }).issue;
+    const { number } = (unframed(created.structuredContent) as { issue: { number: number } }).issue;
     const readInControl = await control.client.callTool({
       name: 'github_get_issue',
       arguments: { repo: 'acme/web', number },

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
+import { connectHttp, connectStdio, spawnServer, unframed } from '@gatehouse/testkit';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN, expectValidResponses, startFake } from './helpers.ts';
@@ -35,7 +35,9 @@ describe('the binary', () => {
         name: 'github_get_issue',
         arguments: { repo: 'acme/api', number: 1 },
       });
-      expect(result.structuredContent).toMatchObject({ issue: { title: 'Login fails with SSO' } });
+      expect(unframed(result.structuredContent)).toMatchObject({
+        issue: { title: 'Login fails with SSO' },
+      });
       const prompt = await connection.client.getPrompt({
         name: 'github_summarise_backlog',
         arguments: { repo: 'acme/api' },
@@ -65,7 +67,7 @@ describe('the binary', () => {
         name: 'github_add_comment',
         arguments: { repo: 'acme/api', number: 1, body: 'hi', dry_run: true },
       });
-      expect(preview.structuredContent).toMatchObject({ dry_run: true });
+      expect(unframed(preview.structuredContent)).toMatchObject({ dry_run: true });
       await close();
     } finally {
       await server.stop();

@@ -81,7 +81,7 @@ describe('a redirect on every road', () => {
     });
     const write = await travel(
       h.client,
-      ROADS.find((r) => r.name === 'github_add_comment')!,
+      ROADS.find((r) => r.kind === 'tool' && r.name === 'github_add_comment')!,
     );
     fake.clearFailures();
     expect(write.error).toBe(true);

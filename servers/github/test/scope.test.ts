@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { connectGitHub, expectValidResponses, startFake, text } from './helpers.ts';
@@ -91,7 +92,7 @@ describe('search', () => {
       name: 'github_search_issues',
       arguments: { text: 'credentials repo:acme/secret OR org:acme (is:pr)' },
     });
-    const got = result.structuredContent as { query: string; items: unknown[] };
+    const got = unframed(result.structuredContent) as { query: string; items: unknown[] };
     expect(got.query).toBe(
       'repo:acme/api repo:acme/web is:issue "credentials" "repo:acme/secret" "OR" "org:acme" "(is:pr)"',
     );
@@ -111,7 +112,9 @@ describe('search', () => {
         name: 'github_search_issues',
         arguments: { text: 'SSO' },
       });
-      expect(result.structuredContent).toMatchObject({ query: 'repo:acme/api is:issue "SSO"' });
+      expect(unframed(result.structuredContent)).toMatchObject({
+        query: 'repo:acme/api is:issue "SSO"',
+      });
       const direct = await narrow.client.callTool({
         name: 'github_get_issue',
         arguments: { repo: 'acme/web', number: 1 },
@@ -127,7 +130,7 @@ describe('search', () => {
         name: 'github_search_issues',
         arguments: { text: 'credentials' },
       });
-      expect(result.structuredContent).toMatchObject({
+      expect(unframed(result.structuredContent)).toMatchObject({
         query: 'user:acme is:issue "credentials"',
         items: [{ repo: 'acme/secret', number: 1 }],
       });
@@ -144,7 +147,7 @@ describe('search', () => {
         name: 'github_search_issues',
         arguments: { text: 'SSO' },
       });
-      const got = result.structuredContent as {
+      const got = unframed(result.structuredContent) as {
         items: Array<{ repo: string }>;
         outside_scope_dropped: number;
       };
@@ -212,7 +215,9 @@ describe('every path that shows issues keeps to the allowed repositories', () =>
         name: 'github_get_issue',
         arguments: { repo: 'acme/api', number: 3, comments: false },
       });
-      expect(moved.structuredContent).toMatchObject({ issue: { repo: 'acme/web', number: web } });
+      expect(unframed(moved.structuredContent)).toMatchObject({
+        issue: { repo: 'acme/web', number: web },
+      });
     } finally {
       await s.close();
       expectValidResponses(moving);
@@ -227,7 +232,7 @@ describe('search terms never leave their quotes', () => {
       name: 'github_search_issues',
       arguments: { text: 'crash\\" repo:acme/secret \\' },
     });
-    const got = result.structuredContent as { query: string };
+    const got = unframed(result.structuredContent) as { query: string };
     expect(got.query).toBe('repo:acme/api repo:acme/web is:issue "crash" "repo:acme/secret"');
     expect(got.query).not.toContain('\\');
     const label = await sentNothing(() =>

@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { connectGitHub, expectValidResponses, startFake, text } from './helpers.ts';
@@ -62,7 +63,7 @@ describe('github_list_issues', () => {
           ...(cursor === undefined ? {} : { cursor }),
         },
       });
-      const page = result.structuredContent as Listed & { pull_requests_skipped: number };
+      const page = unframed(result.structuredContent) as Listed & { pull_requests_skipped: number };
       seen.push(...page.items.map((i) => i.number as number));
       skipped += page.pull_requests_skipped;
       cursor = page.next_cursor;
@@ -77,7 +78,7 @@ describe('github_list_issues', () => {
       name: 'github_list_issues',
       arguments: { repo: 'acme/api', labels: ['p1'] },
     });
-    expect((compact.structuredContent as Listed).items).toEqual([
+    expect((unframed(compact.structuredContent) as Listed).items).toEqual([
       {
         number: 1,
         title: 'Login fails with SSO',
@@ -93,7 +94,7 @@ describe('github_list_issues', () => {
       name: 'github_list_issues',
       arguments: { repo: 'acme/api', labels: ['p1'], fields: ['number', 'body'] },
     });
-    expect((narrow.structuredContent as Listed).items).toEqual([
+    expect((unframed(narrow.structuredContent) as Listed).items).toEqual([
       { number: 1, body: 'Steps: open /login, choose SSO, see 500.\n\nExpected: a session.' },
     ]);
   });
@@ -103,7 +104,7 @@ describe('github_list_issues', () => {
       name: 'github_list_issues',
       arguments: { repo: 'acme/api', per_page: 5 },
     });
-    const cursor = (first.structuredContent as Listed).next_cursor!;
+    const cursor = (unframed(first.structuredContent) as Listed).next_cursor!;
     const replayed = await h.client.callTool({
       name: 'github_list_issues',
       arguments: { repo: 'acme/api', per_page: 5, labels: ['bug'], cursor },
@@ -122,7 +123,7 @@ describe('github_list_issues', () => {
         since: '2025-01-05T00:00:00Z',
       },
     });
-    expect((result.structuredContent as Listed).items.map((i) => i.number)).toEqual([6]);
+    expect((unframed(result.structuredContent) as Listed).items.map((i) => i.number)).toEqual([6]);
   });
 });
 
@@ -132,7 +133,7 @@ describe('github_get_issue', () => {
       name: 'github_get_issue',
       arguments: { repo: 'acme/api', number: 1, comments_per_page: 2 },
     });
-    const got = result.structuredContent as {
+    const got = unframed(result.structuredContent) as {
       issue: Record<string, unknown>;
       comments: Array<{ author: string }>;
       comments_total: number;
@@ -156,7 +157,7 @@ describe('github_get_issue', () => {
       },
     });
     expect(
-      (rest.structuredContent as { comments: Array<{ author: string }> }).comments.map(
+      (unframed(rest.structuredContent) as { comments: Array<{ author: string }> }).comments.map(
         (c) => c.author,
       ),
     ).toEqual(['bob']);
@@ -180,7 +181,7 @@ describe('github_search_issues', () => {
       name: 'github_search_issues',
       arguments: { text: 'SSO', labels: ['help wanted'], exclude_labels: ['p1'], state: 'open' },
     });
-    const got = result.structuredContent as Listed & { query: string };
+    const got = unframed(result.structuredContent) as Listed & { query: string };
     expect(got.query).toBe(
       'repo:acme/api repo:acme/web is:issue is:open label:"help wanted" -label:p1 "SSO"',
     );
@@ -190,7 +191,7 @@ describe('github_search_issues', () => {
       arguments: { text: 'SSO', sort: 'created', order: 'asc' },
     });
     expect(
-      (sso.structuredContent as Listed).items.map(
+      (unframed(sso.structuredContent) as Listed).items.map(
         (i) => `${i.repo as string}#${i.number as number}`,
       ),
     ).toEqual(['acme/api#1', 'acme/api#6']);
@@ -201,13 +202,13 @@ describe('github_search_issues', () => {
       name: 'github_search_issues',
       arguments: { text: 'Backlog', per_page: 30 },
     });
-    const page1 = first.structuredContent as Listed & { total_count: number };
+    const page1 = unframed(first.structuredContent) as Listed & { total_count: number };
     expect(page1.total_count).toBe(40);
     const second = await h.client.callTool({
       name: 'github_search_issues',
       arguments: { text: 'Backlog', per_page: 30, cursor: page1.next_cursor },
     });
-    expect((second.structuredContent as Listed).items).toHaveLength(10);
+    expect((unframed(second.structuredContent) as Listed).items).toHaveLength(10);
   });
 
   it('refuses search words that cannot be expressed and logins that are not logins', async () => {

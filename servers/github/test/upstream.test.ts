@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import { generateKeyPairSync } from 'node:crypto';
 import { loadConfig } from '@gatehouse/core';
 import { UpstreamError } from '@gatehouse/core';
@@ -393,7 +394,9 @@ describe('other deployments', () => {
         name: 'github_list_issues',
         arguments: { repo: 'acme/api', per_page: 2 },
       });
-      expect((result.structuredContent as { next_cursor?: string }).next_cursor).toBeDefined();
+      expect(
+        (unframed(result.structuredContent) as { next_cursor?: string }).next_cursor,
+      ).toBeDefined();
       expect(ghes.requests.every((r) => r.includes(' /api/v3/'))).toBe(true);
     } finally {
       await s.close();
@@ -424,7 +427,7 @@ describe('other deployments', () => {
         name: 'github_get_issue',
         arguments: { repo: 'acme/web', number: 1 },
       });
-      expect(result.structuredContent).toMatchObject({ issue: { title: 'Dark mode' } });
+      expect(unframed(result.structuredContent)).toMatchObject({ issue: { title: 'Dark mode' } });
       const created = await s.client.callTool({
         name: 'github_create_issue',
         arguments: { repo: 'acme/web', title: 'From the app' },

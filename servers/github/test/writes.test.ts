@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { TOKEN, connectGitHub, expectValidResponses, startFake, text } from './helpers.ts';
@@ -65,7 +66,7 @@ describe('gating', () => {
       arguments: { repo: 'acme/api', title: 'Preview me', labels: ['bug'], dry_run: true },
     });
     expect(text(result)).toMatch(
-      /^DRY RUN — nothing was sent\. would open "Preview me" in acme\/api/,
+      /^DRY RUN — nothing was sent\. would open <untrusted-data-[0-9a-f]+>Preview me<\/untrusted-data-[0-9a-f]+> in acme\/api/,
     );
     expect(text(result)).toContain('"path": "/repos/acme/api/issues"');
     expect(posts().length).toBe(before);
@@ -84,7 +85,7 @@ describe('github_create_issue', () => {
         template: 'bug_report',
       },
     });
-    expect(result.structuredContent).toMatchObject({
+    expect(unframed(result.structuredContent)).toMatchObject({
       issue: { title: '[Bug]: Worker crashes on empty payload', labels: ['bug'], state: 'open' },
       deduplicated: false,
     });
@@ -121,8 +122,14 @@ describe('github_create_issue', () => {
     const args = { repo: 'acme/api', title: 'Same twice', body: 'Once only.' };
     const first = await h.client.callTool({ name: 'github_create_issue', arguments: args });
     const second = await h.client.callTool({ name: 'github_create_issue', arguments: args });
-    const a = first.structuredContent as { issue: { number: number }; deduplicated: boolean };
-    const b = second.structuredContent as { issue: { number: number }; deduplicated: boolean };
+    const a = unframed(first.structuredContent) as {
+      issue: { number: number };
+      deduplicated: boolean;
+    };
+    const b = unframed(second.structuredContent) as {
+      issue: { number: number };
+      deduplicated: boolean;
+    };
     expect(b).toEqual({ ...a, deduplicated: true });
     expect(text(second)).toMatch(
       /^Created once \(an identical request within the dedupe window already created it; nothing new sent\) acme\/api#\d+/,
@@ -137,7 +144,7 @@ describe('github_create_issue', () => {
       name: 'github_create_issue',
       arguments: { repo: 'acme/api', title: 'Lost answer', body: 'x' },
     });
-    expect(result.structuredContent).toMatchObject({
+    expect(unframed(result.structuredContent)).toMatchObject({
       issue: { title: 'Lost answer' },
       deduplicated: false,
       recovered: true,
@@ -162,7 +169,10 @@ describe('github_create_issue', () => {
         name: 'github_create_issue',
         arguments: { repo: 'acme/api', title: 'Timed out', body: 'x' },
       });
-      expect(timedOut.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
+      expect(unframed(timedOut.structuredContent)).toMatchObject({
+        deduplicated: false,
+        recovered: true,
+      });
       expect(issuesOf('acme/api').filter((i) => i.title === 'Timed out')).toHaveLength(1);
     } finally {
       await slow.close();
@@ -201,7 +211,7 @@ describe('github_update_issue and github_add_comment', () => {
         remove_labels: ['help wanted'],
       },
     });
-    expect(added.structuredContent).toMatchObject({
+    expect(unframed(added.structuredContent)).toMatchObject({
       issue: { labels: ['p1', 'bug'] },
       changed: ['labels'],
     });
@@ -209,14 +219,14 @@ describe('github_update_issue and github_add_comment', () => {
       name: 'github_update_issue',
       arguments: { repo: 'acme/api', number: 5, state: 'closed', state_reason: 'not_planned' },
     });
-    expect(closed.structuredContent).toMatchObject({
+    expect(unframed(closed.structuredContent)).toMatchObject({
       issue: { state: 'closed', state_reason: 'not_planned' },
     });
     const reopened = await h.client.callTool({
       name: 'github_update_issue',
       arguments: { repo: 'acme/api', number: 5, state: 'open' },
     });
-    expect(reopened.structuredContent).toMatchObject({
+    expect(unframed(reopened.structuredContent)).toMatchObject({
       issue: { state: 'open', state_reason: 'reopened' },
     });
   });
@@ -237,16 +247,19 @@ describe('github_update_issue and github_add_comment', () => {
   it('posts a comment once, even when repeated or when the answer is lost', async () => {
     const args = { repo: 'acme/api', number: 2, body: 'Looking into it.' };
     const first = await h.client.callTool({ name: 'github_add_comment', arguments: args });
-    expect(first.structuredContent).toMatchObject({ deduplicated: false });
+    expect(unframed(first.structuredContent)).toMatchObject({ deduplicated: false });
     const again = await h.client.callTool({ name: 'github_add_comment', arguments: args });
-    expect(again.structuredContent).toMatchObject({ deduplicated: true });
+    expect(unframed(again.structuredContent)).toMatchObject({ deduplicated: true });
     expect(text(again)).toMatch(/^Commented once \(an identical request within the dedupe window/);
     fake.fail({ match: 'POST /repos/acme/api/issues/2/comments', status: 500, afterEffect: true });
     const lost = await h.client.callTool({
       name: 'github_add_comment',
       arguments: { ...args, body: 'Second note.' },
     });
-    expect(lost.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
+    expect(unframed(lost.structuredContent)).toMatchObject({
+      deduplicated: false,
+      recovered: true,
+    });
     const bodies = fake
       .repo('acme/api')
       .issues.find((i) => i.number === 2)!

@@ -1,4 +1,4 @@
-import { PolicyError, ToolError } from '@gatehouse/core';
+import { PolicyError, ToolError, untrusted } from '@gatehouse/core';
 import { TargetScope } from '@gatehouse/core/saas';
 import { adfDocumentToMarkdown } from './adf-markdown.js';
 import * as z from 'zod';
@@ -79,14 +79,16 @@ export interface JiraIssue {
 
 export const IssueViewSchema = z.object({
   key: z.string(),
-  summary: z.string(),
-  status: z.string(),
+  // What people and admins wrote is framed in either view (docs/security.md); keys, the status
+  // category (one of Jira's three), dates and URLs are Jira's or ours.
+  summary: untrusted(z.string()),
+  status: untrusted(z.string()),
   status_category: z.string(),
-  type: z.string(),
-  priority: z.string().nullable(),
-  labels: z.array(z.string()),
-  assignee: z.string().nullable(),
-  reporter: z.string().nullable(),
+  type: untrusted(z.string()),
+  priority: untrusted(z.string()).nullable(),
+  labels: z.array(untrusted(z.string())),
+  assignee: untrusted(z.string()).nullable(),
+  reporter: untrusted(z.string()).nullable(),
   created: z.string(),
   updated: z.string(),
   url: z.string(),

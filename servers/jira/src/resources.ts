@@ -1,4 +1,5 @@
 import { defineResource } from '@gatehouse/core';
+import { framedStrings } from '@gatehouse/core/saas';
 import type { Completer, RequestContext } from '@gatehouse/core';
 import { createFieldsOf, issueTypesOf } from './createmeta.js';
 import type { JiraDeps } from './deps.js';
@@ -7,6 +8,12 @@ import type { JiraDeps } from './deps.js';
 export function projectCompleter(deps: JiraDeps): Completer {
   return (value) => deps.scope.names.filter((p) => p.startsWith(value.trim().toUpperCase()));
 }
+
+/**
+ * Keys whose values are Jira's own — field ids, status categories (one of three) — never an
+ * admin's text; every other string of a resource is framed.
+ */
+const OWN_KEYS = new Set(['field', 'category']);
 
 /** Allowed values listed per field; a select list of thousands would crowd out everything else. */
 const ALLOWED_SHOWN = 50;
@@ -77,10 +84,13 @@ function perProject(
     read: async (_uri, variables, ctx) => {
       const project = (variables.project ?? '').toUpperCase();
       if (!scope.allows(project)) return undefined;
-      return {
-        text: JSON.stringify(await read(deps, ctx, project), null, 1),
-        mimeType: 'application/json',
-      };
+      // Names, types and values admins wrote are framed, value by value.
+      const body = framedStrings(
+        await read(deps, ctx, project),
+        (t) => ctx.untrustedValue(t),
+        OWN_KEYS,
+      );
+      return { text: JSON.stringify(body, null, 1), mimeType: 'application/json' };
     },
   });
 }

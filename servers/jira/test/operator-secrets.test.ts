@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectJira, startFake, text } from './helpers.ts';
@@ -27,7 +28,7 @@ describe("the operator's secret list on the Jira server", () => {
         description: `The old one is ${SECRET}.`,
       },
     });
-    const { key } = created.structuredContent as { key: string };
+    const { key } = unframed(created.structuredContent) as { key: string };
     const readInControl = await control.client.callTool({
       name: 'jira_get_issue',
       arguments: { key },

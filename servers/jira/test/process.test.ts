@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { connectStdio } from '@gatehouse/testkit';
+import { connectStdio, unframed } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EMAIL, TOKEN, startFake } from './helpers.ts';
@@ -32,7 +32,7 @@ describe('the binary', () => {
         name: 'jira_get_issue',
         arguments: { key: 'OPS-2' },
       });
-      expect(result.structuredContent).toMatchObject({
+      expect(unframed(result.structuredContent)).toMatchObject({
         issue: { key: 'OPS-2', summary: 'Disk full on db-7' },
       });
     } finally {

@@ -1,4 +1,4 @@
-import { HOSTILE_TEXT, hostileProblems, resultText } from '@gatehouse/testkit';
+import { HOSTILE_TEXT, hostileProblems, resultText, unframed } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectJira, startFake } from './helpers.ts';
@@ -42,7 +42,7 @@ describe('the default text view of every read road', () => {
     ['jira_get_issue', { key: 'OPS-2' }],
   ])('tool %s', async (name, args) => {
     const result = await h.client.callTool({ name, arguments: args });
-    expect(result.structuredContent).toBeUndefined();
+    expect(unframed(result.structuredContent)).toBeUndefined();
     expect(hostileProblems(resultText(result))).toEqual([]);
   });
 

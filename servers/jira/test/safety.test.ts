@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectJira, expectNoSchemaDrift, keys, startFake, text } from './helpers.ts';
@@ -177,7 +178,7 @@ describe('what Jira holds, read through the default text view', () => {
         name: 'jira_get_issue',
         arguments: { key: 'OPS-3' },
       });
-      expect(result.structuredContent).toBeUndefined();
+      expect(unframed(result.structuredContent)).toBeUndefined();
       const said = text(result);
       expect(said).toContain('Ask @Alice Adams to review by 2026-12-24 [BLOCKED] here');
       expect(said).toContain('**Note:** Ignore the checklist');

@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { validateAdf } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,7 +40,7 @@ describe('jira_create_issue', () => {
       labels: ['login'],
       assignee: 'Alice Adams',
     });
-    const { key, deduplicated } = created.structuredContent as {
+    const { key, deduplicated } = unframed(created.structuredContent) as {
       key: string;
       deduplicated: boolean;
     };
@@ -54,8 +55,10 @@ describe('jira_create_issue', () => {
       issuetype: 'Bug',
     });
     const read = await call('jira_get_issue', { key });
-    expect((read.structuredContent as { description: string }).description).toContain('**login**');
-    expect((read.structuredContent as { description: string }).description).toContain(
+    expect((unframed(read.structuredContent) as { description: string }).description).toContain(
+      '**login**',
+    );
+    expect((unframed(read.structuredContent) as { description: string }).description).toContain(
       '[the runbook](https://wiki.acme.example/run)',
     );
   });
@@ -69,7 +72,7 @@ describe('jira_create_issue', () => {
         'a ![tracker](https://evil.example/p.png?d=1) and [click](javascript:alert(1)) and [mail](mailto:ops@acme.example)',
     });
     const stored = JSON.stringify(
-      fake.issue((created.structuredContent as { key: string }).key).description,
+      fake.issue((unframed(created.structuredContent) as { key: string }).key).description,
     );
     expect(stored).not.toContain('evil.example');
     expect(stored).not.toContain('javascript:');
@@ -106,11 +109,14 @@ describe('jira_create_issue', () => {
     const before = fake.world.issues.length;
     fake.fail({ match: 'POST /rest/api/3/issue', status: 504, afterEffect: true });
     const first = await task('Rotate keys');
-    expect(first.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
+    expect(unframed(first.structuredContent)).toMatchObject({
+      deduplicated: false,
+      recovered: true,
+    });
     expect(text(first)).toMatch(/^Created once \(Jira's answer was lost; found it\): OPS-\d+/);
     const again = await task('Rotate keys');
-    expect(again.structuredContent).toMatchObject({
-      key: (first.structuredContent as { key: string }).key,
+    expect(unframed(again.structuredContent)).toMatchObject({
+      key: (unframed(first.structuredContent) as { key: string }).key,
       deduplicated: true,
     });
     expect(text(again)).toMatch(
@@ -147,8 +153,8 @@ describe('jira_create_issue', () => {
     it('a repeat right after a create (its answer lost on the way to the client) returns it once, on any replica', async () => {
       const first = await create(a, 'Drain node 7');
       const again = await create(b, 'Drain node 7');
-      expect(again.structuredContent).toMatchObject({
-        key: (first.structuredContent as { key: string }).key,
+      expect(unframed(again.structuredContent)).toMatchObject({
+        key: (unframed(first.structuredContent) as { key: string }).key,
         deduplicated: true,
       });
       expect(text(again)).toMatch(/^Created once \(an identical request/);
@@ -176,7 +182,7 @@ describe('jira_create_issue', () => {
       slow.settle();
       await pause(1_100);
       const after = await create(b, 'Rotate the signing key');
-      expect(after.structuredContent).toMatchObject({
+      expect(unframed(after.structuredContent)).toMatchObject({
         key: made('Rotate the signing key')[0]!.key,
         deduplicated: true,
       });
@@ -190,7 +196,10 @@ describe('jira_create_issue', () => {
       expect(made('Renew the CA')).toHaveLength(0);
       await pause(1_100);
       const after = await create(a, 'Renew the CA');
-      expect(after.structuredContent).toMatchObject({ deduplicated: false, recovered: false });
+      expect(unframed(after.structuredContent)).toMatchObject({
+        deduplicated: false,
+        recovered: false,
+      });
       expect(made('Renew the CA')).toHaveLength(1);
     });
 
@@ -198,7 +207,7 @@ describe('jira_create_issue', () => {
       slow.fail({ match: 'POST /rest/api/3/issue', status: 400, message: 'Field x is invalid' });
       expect((await create(a, 'Refused once')).isError).toBe(true);
       const again = await create(b, 'Refused once');
-      expect(again.structuredContent).toMatchObject({ deduplicated: false });
+      expect(unframed(again.structuredContent)).toMatchObject({ deduplicated: false });
       expect(made('Refused once')).toHaveLength(1);
     });
 
@@ -242,8 +251,8 @@ describe('jira_create_issue', () => {
     fake.settle(); // search shows it; the journal read below fails
     fake.fail({ match: 'GET /rest/api/3/user/properties', status: 503, times: 3 });
     const again = await task('Journal unreadable');
-    expect(again.structuredContent).toMatchObject({
-      key: (first.structuredContent as { key: string }).key,
+    expect(unframed(again.structuredContent)).toMatchObject({
+      key: (unframed(first.structuredContent) as { key: string }).key,
       deduplicated: true,
     });
     expect(h.logs()).toMatch(/could not read the record of creates/);
@@ -253,9 +262,9 @@ describe('jira_create_issue', () => {
     const base = { project: 'OPS', type: 'Task', summary: 'Renew the TLS certificate' };
     const a = await call('jira_create_issue', { ...base, priority: 'High' });
     const b = await call('jira_create_issue', { ...base, priority: 'Low', labels: ['tls'] });
-    const [ka, kb] = [a, b].map((r) => (r.structuredContent as { key: string }).key);
+    const [ka, kb] = [a, b].map((r) => (unframed(r.structuredContent) as { key: string }).key);
     expect(ka).not.toBe(kb);
-    expect(b.structuredContent).toMatchObject({ deduplicated: false });
+    expect(unframed(b.structuredContent)).toMatchObject({ deduplicated: false });
     expect(fake.issue(kb!)).toMatchObject({ priority: 'Low', labels: ['tls'] });
   });
 
@@ -265,7 +274,7 @@ describe('jira_create_issue', () => {
     const created = await task('Check the backups');
     expect(created.isError).toBeFalsy();
     expect(fake.world.issues.length).toBe(before + 1);
-    expect(created.structuredContent).toMatchObject({
+    expect(unframed(created.structuredContent)).toMatchObject({
       deduplicated: false,
       unchecked: expect.stringMatching(/Jira answered 400/),
     });
@@ -309,12 +318,15 @@ describe('jira_create_issue', () => {
           options: Array.from({ length: 3_000 }, (_, n) => `component-${n}`),
         },
       ];
-      const listed = JSON.parse(
-        (
-          (await hh.client.readResource({ uri: 'jira://project/OPS/createmeta' })).contents[0] as {
-            text: string;
-          }
-        ).text,
+      const listed = unframed(
+        JSON.parse(
+          (
+            (await hh.client.readResource({ uri: 'jira://project/OPS/createmeta' }))
+              .contents[0] as {
+              text: string;
+            }
+          ).text,
+        ),
       ) as Array<{ fields: Array<{ field: string; allowed?: string[]; allowed_more?: number }> }>;
       const component = listed[0]!.fields.find((f) => f.field === 'customfield_10300')!;
       expect(component.allowed).toHaveLength(50);
@@ -334,7 +346,7 @@ describe('jira_create_issue', () => {
       summary: 'Preview only',
       dry_run: true,
     });
-    expect(preview.structuredContent).toMatchObject({
+    expect(unframed(preview.structuredContent)).toMatchObject({
       dry_run: true,
       would_send: { fields: { summary: 'Preview only' } },
     });
@@ -359,7 +371,7 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
       remove_labels: ['drill'],
       assignee: 'unassigned',
     });
-    expect(result.structuredContent).toMatchObject({
+    expect(unframed(result.structuredContent)).toMatchObject({
       key: 'OPS-1',
       changed: ['priority', 'assignee', 'labels'],
     });
@@ -378,27 +390,30 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
       key: 'OPS-2',
       body: 'Freed **20 GB**; watching.',
     });
-    expect(first.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
+    expect(unframed(first.structuredContent)).toMatchObject({
+      deduplicated: false,
+      recovered: true,
+    });
     expect(fake.issue('OPS-2').comments.length).toBe(before + 1);
     expect(validateAdf(fake.issue('OPS-2').comments.at(-1)!.body)).toEqual([]);
     const again = await call('jira_add_comment', {
       key: 'OPS-2',
       body: 'Freed **20 GB**; watching.',
     });
-    expect(again.structuredContent).toMatchObject({ deduplicated: true });
+    expect(unframed(again.structuredContent)).toMatchObject({ deduplicated: true });
     expect(fake.issue('OPS-2').comments.length).toBe(before + 1);
   });
 
   it('posts the same comment again once the dedupe window has passed (a second day, a second note)', async () => {
     const body = 'Deployed to staging.';
     const first = await call('jira_add_comment', { key: 'OPS-3', body });
-    expect(first.structuredContent).toMatchObject({ deduplicated: false });
+    expect(unframed(first.structuredContent)).toMatchObject({ deduplicated: false });
     // Yesterday's note: older than JIRA_DEDUPE_WINDOW_MIN (10 minutes by default).
     fake.issue('OPS-3').comments.at(-1)!.created = new Date(Date.now() - 86_400_000)
       .toISOString()
       .replace('Z', '+0000');
     const second = await call('jira_add_comment', { key: 'OPS-3', body });
-    expect(second.structuredContent).toMatchObject({ deduplicated: false });
+    expect(unframed(second.structuredContent)).toMatchObject({ deduplicated: false });
     expect(
       fake
         .issue('OPS-3')
@@ -438,7 +453,7 @@ describe('jira_update_issue, jira_add_comment, jira_transition_issue', () => {
       to: 'Done',
       resolution: 'duplicate',
     });
-    expect(done.structuredContent).toMatchObject({ to: 'Done', changed: true });
+    expect(unframed(done.structuredContent)).toMatchObject({ to: 'Done', changed: true });
     expect(fake.issue('WEB-1')).toMatchObject({ status: 'Done', resolution: 'Duplicate' });
   });
 
@@ -481,7 +496,7 @@ describe('the write tools in the 2026 era', () => {
         summary: 'Modern era create',
         description: '*hello*',
       });
-      const { key } = created.structuredContent as { key: string };
+      const { key } = unframed(created.structuredContent) as { key: string };
       expect(key).toMatch(/^WEB-\d+$/);
       expect(
         (await run('jira_update_issue', { key, add_labels: ['modern'] })).structuredContent,

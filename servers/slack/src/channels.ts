@@ -41,10 +41,26 @@ interface SlackChannel {
   purpose?: { value?: string };
 }
 
+/**
+ * A channel name as Slack documents them (conversations.create and conversations.rename: "can
+ * only contain lowercase letters, numbers, hyphens, and underscores, and must be 80 characters or
+ * less"; letters of other scripts are lowercase-less and allowed too). Names are shown outside
+ * the untrusted-data frames — in headers, prompts, resource names — so only a name of that closed
+ * set is shown; any other is not Slack's and the channel is shown by its id.
+ */
+const CHANNEL_NAME = /^[\p{Ll}\p{Lo}\p{Nd}_-]{1,80}$/u;
+
+/** A name to show for a channel: its own when Slack's format allows it, else its id. */
+function shownName(c: SlackChannel): string {
+  const id = c.id ?? '';
+  const name = c.name ?? c.user ?? id;
+  return CHANNEL_NAME.test(name) || name === id ? name : id;
+}
+
 function info(c: SlackChannel): ChannelInfo {
   return {
     id: c.id ?? '',
-    name: c.name ?? c.user ?? c.id ?? '',
+    name: shownName(c),
     is_private: c.is_private === true,
     is_im: c.is_im === true,
     is_mpim: c.is_mpim === true,

@@ -1,3 +1,4 @@
+import { untrusted } from '@gatehouse/core';
 import * as z from 'zod';
 import type { People } from './people.js';
 import type { CallBounds } from './client.js';
@@ -6,9 +7,10 @@ import type { CallBounds } from './client.js';
 export const MessageSchema = z.object({
   ts: z.string().describe("Slack's id of the message (also the thread id of a thread's parent)"),
   time: z.string().describe('ISO 8601'),
-  author: z.string(),
+  // Display names are chosen by their owners, texts written by members: framed in either view.
+  author: untrusted(z.string()),
   author_id: z.string(),
-  text: z.string(),
+  text: untrusted(z.string()),
   replies: z.number().int().optional().describe('Replies in its thread'),
   thread_ts: z.string().optional(),
   permalink: z.string().optional(),

@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { connectHttp, connectStdio, spawnServer } from '@gatehouse/testkit';
+import { connectHttp, connectStdio, spawnServer, unframed } from '@gatehouse/testkit';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN, expectCleanFake, startFake } from './helpers.ts';
@@ -35,7 +35,7 @@ describe('the binary', () => {
         name: 'slack_read_channel',
         arguments: { channel: '#incidents' },
       });
-      expect(result.structuredContent).toMatchObject({ channel: { id: 'C0INCIDENT' } });
+      expect(unframed(result.structuredContent)).toMatchObject({ channel: { id: 'C0INCIDENT' } });
     } finally {
       await connection.close();
     }
@@ -60,7 +60,7 @@ describe('the binary', () => {
         name: 'slack_post_message',
         arguments: { channel: '#incidents', text: 'hi', dry_run: true },
       });
-      expect(preview.structuredContent).toMatchObject({ dry_run: true });
+      expect(unframed(preview.structuredContent)).toMatchObject({ dry_run: true });
       await close();
     } finally {
       await server.stop();

@@ -1,4 +1,4 @@
-import { HOSTILE_TEXT, hostileProblems, resultText } from '@gatehouse/testkit';
+import { HOSTILE_TEXT, hostileProblems, resultText, unframed } from '@gatehouse/testkit';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSlack, startFake } from './helpers.ts';
@@ -41,7 +41,7 @@ describe('the default text view of every read road', () => {
     ['slack_read_thread', { channel: '#incidents', thread_ts: '1764700000.000100' }],
   ])('tool %s', async (name, args) => {
     const result = await h.client.callTool({ name, arguments: args });
-    expect(result.structuredContent).toBeUndefined();
+    expect(unframed(result.structuredContent)).toBeUndefined();
     expect(hostileProblems(resultText(result))).toEqual([]);
   });
 

@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN, callsDuring, connectSlack, expectCleanFake, startFake, text } from './helpers.ts';
@@ -92,7 +93,9 @@ describe('channel allow-lists, on every path, before any request', () => {
     try {
       const list = await narrow.client.callTool({ name: 'slack_list_channels', arguments: {} });
       expect(
-        (list.structuredContent as { channels: Array<{ id: string }> }).channels.map((c) => c.id),
+        (unframed(list.structuredContent) as { channels: Array<{ id: string }> }).channels.map(
+          (c) => c.id,
+        ),
       ).toEqual(['C0GENERAL1']);
       const refused = await narrow.client.callTool({
         name: 'slack_read_channel',
@@ -223,11 +226,17 @@ describe('posting once', () => {
     const result = await post({ text: 'status: all clear' });
     // Said once, as what happened: this call posted it; its answer was lost and found again.
     expect(text(result)).toMatch(/^Posted once \(Slack's answer was lost; found the message\)/);
-    expect(result.structuredContent).toMatchObject({ deduplicated: false, recovered: true });
+    expect(unframed(result.structuredContent)).toMatchObject({
+      deduplicated: false,
+      recovered: true,
+    });
     expect(fake.channel('#incidents').messages.length).toBe(before + 1);
     // The same post again, within the window: the first message, nothing new.
     const again = await post({ text: 'status: all clear' });
-    expect(again.structuredContent).toMatchObject({ deduplicated: true, ts: lastPosted().ts });
+    expect(unframed(again.structuredContent)).toMatchObject({
+      deduplicated: true,
+      ts: lastPosted().ts,
+    });
     expect(text(again)).toMatch(
       /^Posted once \(an identical request within the dedupe window already posted it; nothing new sent\)/,
     );

@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { connectSlack, expectCleanFake, startFake, text } from './helpers.ts';
@@ -20,8 +21,9 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
 
   it('lists the allowed channels the bot can see, with what it may do there', async () => {
     const result = await h.client.callTool({ name: 'slack_list_channels', arguments: {} });
-    const channels = (result.structuredContent as { channels: Array<Record<string, unknown>> })
-      .channels;
+    const channels = (
+      unframed(result.structuredContent) as { channels: Array<Record<string, unknown>> }
+    ).channels;
     expect(channels.map((c) => c.name)).toEqual([
       'general',
       'incidents',
@@ -49,7 +51,9 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_list_channels',
       arguments: { name: 'inc' },
     });
-    expect((filtered.structuredContent as { channels: unknown[] }).channels).toHaveLength(1);
+    expect((unframed(filtered.structuredContent) as { channels: unknown[] }).channels).toHaveLength(
+      1,
+    );
   });
 
   it('reads a channel newest first: names resolved, markup readable, permalinks, framed as data', async () => {
@@ -57,7 +61,9 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_read_channel',
       arguments: { channel: '#general' },
     });
-    const { messages } = result.structuredContent as { messages: Array<Record<string, unknown>> };
+    const { messages } = unframed(result.structuredContent) as {
+      messages: Array<Record<string, unknown>>;
+    };
     expect(messages.map((m) => m.author)).toEqual(['mallory', 'Bob Brown', 'alice']);
     expect(messages[1]).toMatchObject({
       text: 'Deploy of run 7 (https://ci.acme.example/run/7) failed, see thread',
@@ -76,7 +82,7 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_read_channel',
       arguments: { channel: 'C0GENERAL1', limit: 2 },
     });
-    const page1 = first.structuredContent as {
+    const page1 = unframed(first.structuredContent) as {
       messages: Array<{ ts: string }>;
       next_cursor?: string;
     };
@@ -86,7 +92,7 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_read_channel',
       arguments: { channel: 'C0GENERAL1', limit: 2, cursor: page1.next_cursor },
     });
-    const page2 = second.structuredContent as {
+    const page2 = unframed(second.structuredContent) as {
       messages: Array<{ ts: string }>;
       next_cursor?: string;
     };
@@ -97,7 +103,7 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_read_channel',
       arguments: { channel: '#general', oldest },
     });
-    expect((since.structuredContent as { messages: unknown[] }).messages).toHaveLength(2);
+    expect((unframed(since.structuredContent) as { messages: unknown[] }).messages).toHaveLength(2);
   });
 
   it('reads a thread, parent first, mentions resolved', async () => {
@@ -106,13 +112,13 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       arguments: { channel: '#general' },
     });
     const parent = (
-      list.structuredContent as { messages: Array<{ ts: string; replies?: number }> }
+      unframed(list.structuredContent) as { messages: Array<{ ts: string; replies?: number }> }
     ).messages.find((m) => m.replies === 2)!;
     const result = await h.client.callTool({
       name: 'slack_read_thread',
       arguments: { channel: '#general', thread_ts: parent.ts },
     });
-    const { messages } = result.structuredContent as {
+    const { messages } = unframed(result.structuredContent) as {
       messages: Array<{ text: string; author: string }>;
     };
     expect(messages.map((m) => m.text)).toEqual([
@@ -128,7 +134,7 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_post_message',
       arguments: { channel: '#incidents', text: 'INC-12 resolved <!channel>', dry_run: true },
     });
-    expect(preview.structuredContent).toMatchObject({
+    expect(unframed(preview.structuredContent)).toMatchObject({
       dry_run: true,
       would_send: {
         channel: 'C0INCIDENT',
@@ -148,7 +154,7 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       arguments: { channel: '#incidents', text: `Update ${era}: mitigated` },
     });
     expect(posted.isError).toBeFalsy();
-    const { ts, deduplicated, permalink } = posted.structuredContent as {
+    const { ts, deduplicated, permalink } = unframed(posted.structuredContent) as {
       ts: string;
       deduplicated: boolean;
       permalink: string;
@@ -162,7 +168,7 @@ describe.each(['legacy', 'modern'] as const)('the Slack server (%s era)', (era) 
       name: 'slack_post_message',
       arguments: { channel: '#incidents', text: 'details in the doc', thread_ts: ts },
     });
-    expect(reply.structuredContent).toMatchObject({ thread_ts: ts, deduplicated: false });
+    expect(unframed(reply.structuredContent)).toMatchObject({ thread_ts: ts, deduplicated: false });
     expect(stored.replies?.map((r) => r.text)).toEqual(['details in the doc']);
     const record = h.records.filter((r) => r.event.action === 'tools/call').at(-1)!;
     expect(record).toMatchObject({

@@ -1,3 +1,4 @@
+import { unframed } from '@gatehouse/testkit';
 import { ConfigError, loadConfig } from '@gatehouse/core';
 import { checkAtStart } from '@gatehouse/core/runtime';
 import { captureLogger } from '@gatehouse/core/testing';
@@ -167,7 +168,7 @@ describe("Slack's 2025 limits for non-Marketplace apps (SLACK_HISTORY_LIMITED)",
       // The same post again in the window: this process remembers its own, without reading.
       const requests = fake.requests.length;
       const again = await post();
-      expect(again.structuredContent).toMatchObject({ deduplicated: true });
+      expect(unframed(again.structuredContent)).toMatchObject({ deduplicated: true });
       expect(fake.requests.slice(requests)).toEqual([]);
     } finally {
       await limited.close();

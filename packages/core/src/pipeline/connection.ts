@@ -91,6 +91,11 @@ export class Connection {
       allows: this.allows,
       untrusted: (content, source) =>
         frameUntrusted(content, source, (nonce ??= randomBytes(6).toString('hex'))),
+      untrustedValue: (content) => {
+        if (content === '') return content;
+        const tag = `untrusted-data-${(nonce ??= randomBytes(6).toString('hex'))}`;
+        return `<${tag}>${content}</${tag}>`;
+      },
       // Created on first use: most calls never log, and a child logger is not free.
       get logger() {
         return (child ??= logger.child({ eventId }));

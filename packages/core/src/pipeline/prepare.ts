@@ -15,6 +15,7 @@ import type {
 } from '../define.js';
 import { readScope } from '../policy.js';
 import { sanitizeDeep } from '../sanitize.js';
+import { framingSchema } from './frame-structured.js';
 
 /** A tool prepared once per process: its listing and the hash of that listing. */
 export interface PreparedTool {
@@ -23,6 +24,8 @@ export interface PreparedTool {
   readonly input: z.ZodObject;
   readonly listing: Tool;
   readonly hash: string;
+  /** The output schema structured results are framed by, when it marks untrusted strings. */
+  readonly framing?: Record<string, unknown> | undefined;
 }
 
 export interface PreparedTemplate {
@@ -148,7 +151,13 @@ export function prepareTool(definition: ToolDefinition, structuredOutput: boolea
           }
         : output;
   }
-  return { definition, input, listing, hash: sha256Canonical(listing) };
+  return {
+    definition,
+    input,
+    listing,
+    hash: sha256Canonical(listing),
+    framing: framingSchema(definition.output),
+  };
 }
 
 /**

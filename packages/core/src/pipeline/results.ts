@@ -11,7 +11,9 @@ import type {
 } from '@modelcontextprotocol/server';
 import * as z from 'zod';
 import type { DryRunPreview, StructuredToolResult, ToolDefinition } from '../define.js';
+import { randomBytes } from 'node:crypto';
 import {
+  frameUntrusted,
   isJsonMediaType,
   sanitizeDeep,
   sanitizeJsonText,
@@ -20,6 +22,7 @@ import {
 } from '../sanitize.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import { toolErrorResult } from './failures.js';
+import { EVERY_STRING, frameMarked } from './frame-structured.js';
 import type { PreparedTool } from './prepare.js';
 
 /** `project`: a plain tool result the SDK still projects for the client's era and schema. */
@@ -64,12 +67,15 @@ export function shapeToolResult(
     if (!dryRun) throw new TypeError(`${name} returned a dry-run preview for a real call`);
     const body = sanitizeDeep(result.wouldSend, flags);
     const summary = sanitizeText(result.summary, flags).text;
+    // What would be sent holds third-party text too (a template's title prefix, a name looked
+    // up): it is shown framed, as data, in both views.
+    const nonce = randomBytes(6).toString('hex');
     return ok({
       content: [
         {
           type: 'text',
           text: truncateText(
-            `DRY RUN — nothing was sent. ${summary}\nThis is exactly what would be sent:\n${JSON.stringify(body, null, 2)}`,
+            `DRY RUN — nothing was sent. ${summary}\nThis is exactly what would be sent:\n${frameUntrusted(JSON.stringify(body, null, 2), 'the request this server would send', nonce)}`,
             budget,
             flags,
           ),
@@ -78,7 +84,13 @@ export function shapeToolResult(
       // A tool with an output schema must return structured content; a dry run's is the preview.
       ...(!withStructured
         ? {}
-        : { structuredContent: { dry_run: true, summary, would_send: body } }),
+        : {
+            structuredContent: {
+              dry_run: true,
+              summary,
+              would_send: frameMarked(body, EVERY_STRING, nonce),
+            },
+          }),
     });
   }
   if (dryRun) {
@@ -112,7 +124,12 @@ export function shapeToolResult(
         ],
       });
     }
-    const structured = sanitizeDeep(structuredResult.structured as Record<string, unknown>, flags);
+    const clean = sanitizeDeep(structuredResult.structured as Record<string, unknown>, flags);
+    // Every string a third party wrote is framed, as the text view frames it.
+    const structured =
+      prepared.framing === undefined
+        ? clean
+        : (frameMarked(clean, prepared.framing) as Record<string, unknown>);
     const json = JSON.stringify(structured);
     if (Buffer.byteLength(json) > budget) {
       flags.add('truncated');

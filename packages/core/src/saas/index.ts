@@ -19,5 +19,6 @@ export {
 } from './timed-fetch.js';
 export type { BoundedFetch, FetchRules } from './timed-fetch.js';
 export { createUpstreamErrors, refusedRedirect } from './upstream-errors.js';
+export { framedStrings } from './framed-strings.js';
 export type { UpstreamFailure, UpstreamProfile } from './upstream-errors.js';
 export { writesEnabled } from './writes.js';

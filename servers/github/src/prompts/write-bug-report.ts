@@ -55,7 +55,7 @@ ${notes}
 
 ${guide}
 
-Be specific: exact steps, what was expected, what happened (quote error messages verbatim), versions and environment. Do not invent facts the notes do not contain — mark gaps as "unknown". Show the title and body, then, if asked to file it, call github_create_issue with repo ${name}${template === undefined ? '' : ` and template "${template.name}"`}.`,
+Be specific: exact steps, what was expected, what happened (quote error messages verbatim), versions and environment. Do not invent facts the notes do not contain — mark gaps as "unknown". Show the title and body, then, if asked to file it, call github_create_issue with repo ${name}${template === undefined ? '' : ` and the template named in ${ctx.untrustedValue(template.name)}`}.`,
             },
           },
         ],

@@ -2,6 +2,7 @@ import { repoName } from '../scope.js';
 import { defineResource } from '@gatehouse/core';
 import type { RequestContext } from '@gatehouse/core';
 import { call, requestOptions } from '../client.js';
+import { framedStrings } from '@gatehouse/core/saas';
 import type { GitHubDeps } from '../deps.js';
 import { parseRepo } from '../scope.js';
 import type { RepoRef } from '../scope.js';
@@ -12,6 +13,19 @@ import { readTemplates } from '../templates.js';
  * issue should use. Listed for every configured owner/repo; owner/* repositories are readable
  * by URI (and completable) but not listed.
  */
+
+/** Keys whose values are GitHub's or ours, never a user's text. */
+const OWN_KEYS = new Set([
+  'repo',
+  'file',
+  'kind',
+  'type',
+  'id',
+  'color',
+  'state',
+  'due_on',
+  'problems',
+]);
 
 type Reader = (deps: GitHubDeps, ctx: RequestContext, repo: RepoRef) => Promise<unknown>;
 
@@ -106,7 +120,12 @@ export function repoResources(deps: GitHubDeps) {
       read: async (_uri, variables, ctx) => {
         const ref = parseRepo(`${variables.owner ?? ''}/${variables.repo ?? ''}`);
         if (ref === undefined || !scope.allows(repoName(ref))) return undefined;
-        const body = await r.read(deps, ctx, ref);
+        // What users wrote (names, titles, descriptions, template texts) framed, value by value.
+        const body = framedStrings(
+          await r.read(deps, ctx, ref),
+          (t) => ctx.untrustedValue(t),
+          OWN_KEYS,
+        );
         return { text: JSON.stringify(body, null, 1), mimeType: 'application/json' };
       },
     }),

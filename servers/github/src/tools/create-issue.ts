@@ -105,7 +105,8 @@ export function createIssueTool(deps: GitHubDeps) {
       if (ctx.dryRun) {
         return ctx.preview(
           { method: 'POST', path: `/repos/${repo.owner}/${repo.repo}/issues`, body: request },
-          `would open "${title}" in ${repo.owner}/${repo.repo}`,
+          // The title may carry the template's prefix: the repository's text, framed.
+          `would open ${ctx.untrustedValue(title)} in ${repo.owner}/${repo.repo}`,
         );
       }
       const key = dedupeKey({

@@ -1,4 +1,4 @@
-import { defineTool } from '@gatehouse/core';
+import { defineTool, untrusted } from '@gatehouse/core';
 import * as z from 'zod';
 import { call, requestOptions } from '../client.js';
 import type { GitHubDeps } from '../deps.js';
@@ -12,6 +12,7 @@ import {
   encodeCursor,
   hasNext,
   issueLine,
+  loginOf,
   repoOf,
   withheld,
 } from '../format.js';
@@ -22,7 +23,7 @@ const CommentSchema = z.object({
   author: z.string().nullable(),
   created_at: z.string(),
   updated_at: z.string(),
-  body: z.string(),
+  body: untrusted(z.string()),
   hidden: z.literal(true).optional(),
 });
 
@@ -114,7 +115,7 @@ export function getIssueTool(deps: GitHubDeps) {
                 response.data.map((c) => c.user?.login ?? ''),
               );
         for (const c of response.data) {
-          const author = c.user?.login ?? null;
+          const author = loginOf(c.user?.login);
           const hidden = trust !== undefined && trust.get(author ?? '') !== true;
           if (hidden) hiddenCount++;
           comments.push({

@@ -1,4 +1,4 @@
-import { defineTool } from '@gatehouse/core';
+import { defineTool, untrusted } from '@gatehouse/core';
 import * as z from 'zod';
 import type { JiraDeps } from '../deps.js';
 import { JIRA_READ } from '../deps.js';
@@ -16,7 +16,11 @@ import {
 
 const PARTS = ['description', 'comments', 'links', 'subtasks', 'transitions'] as const;
 
-const RelatedSchema = z.object({ key: z.string(), summary: z.string(), status: z.string() });
+const RelatedSchema = z.object({
+  key: z.string(),
+  summary: untrusted(z.string()),
+  status: untrusted(z.string()),
+});
 
 /** The links and sub-tasks of an issue, as Jira returns them (the fields read here). */
 interface Related {
@@ -34,9 +38,9 @@ interface LinkedIssue {
 
 const CommentSchema = z.object({
   id: z.string(),
-  author: z.string().nullable(),
+  author: untrusted(z.string()).nullable(),
   created: z.string(),
-  body: z.string().describe('Markdown'),
+  body: untrusted(z.string()).describe('Markdown'),
 });
 
 /** `jira_get_issue`: one issue with its description and a page of comments, as Markdown. */
@@ -74,16 +78,18 @@ export function getIssueTool(deps: JiraDeps) {
     }),
     output: z.object({
       issue: IssueViewSchema,
-      description: z.string().describe('Markdown'),
+      description: untrusted(z.string()).describe('Markdown'),
       comments: z.array(CommentSchema),
       comments_total: z.number().int(),
-      links: z.array(RelatedSchema.extend({ relation: z.string() })),
+      links: z.array(RelatedSchema.extend({ relation: untrusted(z.string()) })),
       links_hidden: z
         .number()
         .int()
         .describe('Links to issues outside this server’s projects, not shown'),
       subtasks: z.array(RelatedSchema),
-      transitions: z.array(z.string()).describe('What jira_transition_issue can move it to now'),
+      transitions: z
+        .array(untrusted(z.string()))
+        .describe('What jira_transition_issue can move it to now'),
     }),
     target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {

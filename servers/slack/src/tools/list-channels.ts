@@ -1,4 +1,4 @@
-import { defineTool } from '@gatehouse/core';
+import { defineTool, untrusted } from '@gatehouse/core';
 import * as z from 'zod';
 import type { SlackDeps } from '../deps.js';
 import { SLACK_READ } from '../deps.js';
@@ -6,8 +6,8 @@ import { SLACK_READ } from '../deps.js';
 const ChannelSchema = z.object({
   id: z.string(),
   name: z.string(),
-  topic: z.string(),
-  purpose: z.string(),
+  topic: untrusted(z.string()),
+  purpose: untrusted(z.string()),
   members: z.number().int().optional(),
   private: z.boolean(),
   direct: z.boolean().describe('A direct message or group DM'),
