@@ -217,6 +217,60 @@ vector('valid-unsigned', writeLog(join(work, 'unsigned.jsonl'), { signer: null }
   vector('torn', cut, { intact: false, kind: 'truncated', line: 11 }, withKey);
 }
 {
+  // A writer killed mid-write, and restarted: the torn bytes stand on a line of their own, and
+  // the restarted writer's first record declares them (audit.resumed.damaged_tail).
+  const file = join(work, 'killed.jsonl');
+  const log = new AuditLog({
+    sinks: [fileSink({ path: file, maxBytes: 1e9, daily: false })],
+    service: { name: 'vectors', version: '1.0.0' },
+    checkpointEvery: 3,
+    now,
+    signer: loadSigner(key.private),
+  });
+  for (let i = 0; i < 4; i++) log.append(entry('tools/call', { user: { id: 'bob' } }));
+  log.flush();
+  const written = readFileSync(file, 'utf8');
+  writeFileSync(file, written.slice(0, written.length - 30)); // killed 30 bytes before the end
+  rmSync(`${file}.lock`); // what the killed writer left (here it is this very process)
+  vector(
+    'valid-torn-declared',
+    writeLog(file, { records: 2 }),
+    { intact: true, records: 8, declared: { torn: 1, lost: 0 } },
+    withKey,
+  );
+}
+{
+  // A write that failed part-way (a full disk): the record never made it whole, the next one
+  // declares the loss. Made with a second sink that refuses one line, then that line torn.
+  const file = join(work, 'lost.jsonl');
+  let n = 0;
+  const refusing = {
+    name: 'refusing',
+    write: () => {
+      if (++n === 4) throw new Error('ENOSPC: no space left on device');
+    },
+    close: () => undefined,
+  };
+  const log = new AuditLog({
+    sinks: [fileSink({ path: file, maxBytes: 1e9, daily: false }), refusing],
+    service: { name: 'vectors', version: '1.0.0' },
+    checkpointEvery: 3,
+    now,
+    signer: loadSigner(key.private),
+  });
+  for (let i = 0; i < 6; i++) log.append(entry('tools/call', { user: { id: 'carol' } }));
+  log.append(stop());
+  log.close();
+  const all = lines(readFileSync(file, 'utf8'));
+  const torn = all.with(3, all[3].slice(0, 100)); // the lost record, as the full disk left it
+  vector(
+    'valid-lost-declared',
+    `${torn.join('\n')}\n`,
+    { intact: true, records: 9, declared: { torn: 1, lost: 1 } },
+    withKey,
+  );
+}
+{
   const r = baseRecords();
   const at = r.findIndex((x) => x.event.action === 'audit/checkpoint');
   const sig = Buffer.from(r[at].audit.checkpoint.signature, 'base64');

@@ -47,13 +47,13 @@ def _string(text):
 def _number(value):
     if isinstance(value, bool):
         raise TypeError("bool is not a number")
-    if isinstance(value, int):
-        return str(value)
+    # Every JSON number is an IEEE 754 double, as in ECMAScript (see _loads).
+    value = float(value)
     if not math.isfinite(value):
         return "null"
     if value == 0:
         return "0"
-    if value.is_integer() and abs(value) < 1e21:
+    if value.is_integer() and abs(value) < 2**53:
         return str(int(value))
     sign = "-" if value < 0 else ""
     # repr gives the shortest digits that round-trip, as ECMAScript does; only the notation
@@ -133,7 +133,44 @@ def _get(record, path):
 
 
 def _is_int(v):
-    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**53
+    # Numbers are doubles (see _loads): an integer is a double with no fraction.
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and float(v).is_integer() and 0 <= v < 2**53
+
+
+MAX_DEPTH = 1000
+# A line nested MAX_DEPTH deep takes the parser and canonical() a few frames a level.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20 * MAX_DEPTH))
+
+
+def _reject_constant(name):
+    raise ValueError("%s is not JSON" % name)
+
+
+def _loads(text):
+    """A line's JSON value, read as ECMAScript's JSON.parse reads it (§1, §2): every number an
+    IEEE 754 double (so 12345678901234567890, 1e21 written as digits and 3.0 are the numbers they
+    are in ECMAScript), NaN and Infinity refused, and nothing nested deeper than MAX_DEPTH levels
+    (counted outside strings before parsing; a deeper line is not JSON a verifier reads)."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise ValueError("nested deeper than %d levels" % MAX_DEPTH)
+        elif ch in "]}":
+            depth -= 1
+    return json.loads(text, parse_int=float, parse_float=float, parse_constant=_reject_constant)
 
 
 REQUIRED = [
@@ -179,8 +216,8 @@ def read_lines(paths):
             if text.strip() == "":
                 continue
             try:
-                value = json.loads(text)
-            except ValueError:
+                value = _loads(text)
+            except (ValueError, RecursionError):
                 last = index == len(paths) - 1 and number == len(lines) and unterminated
                 yield path, number, "torn" if last else "garbage", None
                 continue
@@ -239,8 +276,25 @@ class Damage(Exception):
     def as_json(self):
         out = {"kind": self.kind, "file": self.file, "line": self.line, "message": self.message}
         if self.seq is not None:
-            out["seq"] = self.seq
+            out["seq"] = int(self.seq)
         return out
+
+
+def _is_record(value):
+    return isinstance(value, dict) and isinstance(value.get("audit"), dict)
+
+
+def _declares(record, prev):
+    """Whether a record declares damage right after prev (§5): its audit.resumed has
+    damaged_tail and names prev, the last record its writer wrote whole."""
+    resumed = record["audit"].get("resumed")
+    return (
+        isinstance(resumed, dict)
+        and resumed.get("damaged_tail") is True
+        and prev is not None
+        and resumed.get("seq") == prev[2]["audit"]["seq"]
+        and resumed.get("hash") == prev[2]["audit"]["hash"]
+    )
 
 
 def _break(item, prev, window, seen):
@@ -282,16 +336,24 @@ def _checkpoint(record, prev, keys):
     return None
 
 
-def verify(paths, keys, allow_open_tail=False, witness=None):
+def verify(paths, keys, allow_open_tail=False, witness=None, declared=None):
     lines = list(read_lines(paths))
     records = 0
     seen = set()
     prev = None  # (file, line, record)
     closed = False
     accepted = []
+    if declared is None:
+        declared = {"torn_lines": 0, "lost_records": 0}
     for i, (path, number, kind, record) in enumerate(lines):
         if kind == "foreign":
             continue
+        if kind == "garbage" and prev is not None:
+            # A line torn by a failed write, declared by the next record of the chain.
+            following = next((r for (_, _, k, r) in lines[i + 1 : i + 1 + WINDOW] if k in ("record", "malformed")), None)
+            if following is not None and _is_record(following) and _declares(following, prev):
+                declared["torn_lines"] += 1
+                continue
         if kind in ("torn", "garbage"):
             raise Damage("truncated" if kind == "torn" else "modified", path, number, None, "not a JSON record")
         seq = record["audit"]["seq"]
@@ -303,8 +365,12 @@ def verify(paths, keys, allow_open_tail=False, witness=None):
             if prev is not None and not closed and not allow_open_tail:
                 raise Damage("truncated", prev[0], prev[1], prev[2]["audit"]["seq"], "the chain before it was not closed")
         elif record["audit"]["prev_hash"] != prev[2]["audit"]["hash"] or seq != prev[2]["audit"]["seq"] + 1:
-            found, message = _break((path, number, record), prev, lines[i + 1 : i + 1 + WINDOW], seen)
-            raise Damage(found, path, number, seq, message)
+            if _declares(record, prev) and seq > prev[2]["audit"]["seq"]:
+                # The writer declared the records between as lost (a sink failed).
+                declared["lost_records"] += int(seq - prev[2]["audit"]["seq"] - 1)
+            else:
+                found, message = _break((path, number, record), prev, lines[i + 1 : i + 1 + WINDOW], seen)
+                raise Damage(found, path, number, seq, message)
         is_checkpoint = record["event"]["action"] == "audit/checkpoint"
         if is_checkpoint:
             problem = _checkpoint(record, prev, keys)
@@ -330,8 +396,8 @@ def _objects(line):
     if start < 0:
         return []
     try:
-        value = json.loads(line[start:])
-    except ValueError:
+        value = _loads(line[start:])
+    except (ValueError, RecursionError):
         return []
     if not isinstance(value, dict) or not isinstance(value.get("resourceLogs"), list):
         return [value]
@@ -342,8 +408,8 @@ def _objects(line):
                 body = (lr.get("body") or {}).get("stringValue")
                 if isinstance(body, str):
                     try:
-                        out.append(json.loads(body))
-                    except ValueError:
+                        out.append(_loads(body))
+                    except (ValueError, RecursionError):
                         pass
     return out
 
@@ -411,11 +477,13 @@ def main(argv):
         return 2
     status = 0
     for files in [[f] for f in args.files] if args.each else [args.files]:
+        declared = {"torn_lines": 0, "lost_records": 0}
+        noted = lambda out: dict(out, declared=declared) if any(declared.values()) else out
         try:
-            records = verify(files, keys, args.allow_open_tail, witness)
-            print(json.dumps({"intact": True, "records": records}))
+            records = verify(files, keys, args.allow_open_tail, witness, declared)
+            print(json.dumps(noted({"intact": True, "records": records})))
         except Damage as damage:
-            print(json.dumps({"intact": False, "damage": damage.as_json()}))
+            print(json.dumps(noted({"intact": False, "damage": damage.as_json()})))
             status = max(status, 1)
         except (OSError, ValueError) as error:
             print("verify.py: %s" % error, file=sys.stderr)

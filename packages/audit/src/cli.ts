@@ -103,6 +103,11 @@ function verdict(report: VerifyReport): string[] {
       ? []
       : [`note: the input starts mid-chain at seq ${report.startsAtSeq}`]),
     ...(report.foreignLines > 0 ? [`note: ${report.foreignLines} non-audit line(s) skipped`] : []),
+    ...(report.declared.tornLines + report.declared.lostRecords > 0
+      ? [
+          `warning: the writer declared damage it could not avoid: ${report.declared.tornLines} line(s) torn (a process killed mid-write, a failed write) and ${report.declared.lostRecords} record(s) never written whole (a full disk, a size limit); the chain is intact around them, what they held is lost`,
+        ]
+      : []),
     ...witnessLines(report),
   ];
 }

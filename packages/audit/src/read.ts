@@ -91,16 +91,41 @@ export function malformation(record: AuditRecord): string | undefined {
  * inside a record, never line ends (readline splits on some of them, so a record holding one
  * would vanish and a genuine log would read as damaged).
  */
-async function* linesOf(input: Readable): AsyncGenerator<string> {
+/** The lines of a stream; the last one says whether it was cut short (no line break after it). */
+async function* linesOf(input: Readable): AsyncGenerator<{ text: string; unterminated: boolean }> {
   const decoder = new StringDecoder('utf8');
   let rest = '';
   for await (const chunk of input as AsyncIterable<Buffer | string>) {
     const parts = (rest + (typeof chunk === 'string' ? chunk : decoder.write(chunk))).split('\n');
     rest = parts.pop()!;
-    yield* parts;
+    for (const text of parts) yield { text, unterminated: false };
   }
   rest += decoder.end();
-  if (rest !== '') yield rest;
+  if (rest !== '') yield { text: rest, unterminated: true };
+}
+
+/** How deep a line's JSON may nest (docs/audit-format.md §1); a deeper line is not read. */
+export const MAX_DEPTH = 1000;
+
+/**
+ * A line's JSON value; throws when it is not JSON, or nests deeper than {@link MAX_DEPTH}
+ * (counted outside strings before it is parsed, so no verifier meets a stack it cannot hold).
+ */
+export function parseLine(text: string): unknown {
+  let depth = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c)
+        i++; // a backslash escapes the next character
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) {
+      if (++depth > MAX_DEPTH) throw new SyntaxError(`nested deeper than ${MAX_DEPTH} levels`);
+    } else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return JSON.parse(text);
 }
 
 /** The first audit record of a file (to order rotated files), read without loading the file. */
@@ -163,21 +188,29 @@ export async function* readLines(
   paths: readonly string[],
   stdin: Readable = process.stdin,
 ): AsyncGenerator<Line> {
-  for (const file of paths.includes('-') ? paths : orderFiles(paths)) {
+  const files = paths.includes('-') ? paths : orderFiles(paths);
+  for (const [index, file] of files.entries()) {
     const input = file === '-' ? stdin : createReadStream(file);
     const lines = linesOf(input);
+    const lastFile = index === files.length - 1;
     let number = 0;
     let pending: Line | undefined;
-    for await (const text of lines) {
+    for await (const { text, unterminated } of lines) {
       if (pending) yield pending;
       number++;
       pending = undefined;
       if (text.trim() === '') continue;
       let value: unknown;
       try {
-        value = JSON.parse(text);
+        value = parseLine(text);
       } catch {
-        pending = { file, line: number, unparseable: 'garbage' };
+        // An unterminated last line of the last file is a torn write (the process died
+        // mid-line, or the tail was cut); any other line that is not JSON is damage.
+        pending = {
+          file,
+          line: number,
+          unparseable: unterminated && lastFile ? 'torn' : 'garbage',
+        };
         continue;
       }
       if (!isAuditRecord(value)) {
@@ -190,10 +223,7 @@ export async function* readLines(
           ? { file, line: number, record: value }
           : { file, line: number, malformed: wrong };
     }
-    if (pending) {
-      // An unparseable last line is a torn write (the process died mid-line, or the tail was cut).
-      yield pending.unparseable ? { ...pending, unparseable: 'torn' } : pending;
-    }
+    if (pending) yield pending;
   }
 }
 

@@ -10,6 +10,7 @@ import {
   writeSync,
 } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { holdAuditLock } from './audit-lock.js';
 
 /**
  * Where audit lines go. `write` is synchronous and throws when the line could not be written
@@ -62,6 +63,7 @@ export interface FileSinkOptions {
   now?: () => Date;
 }
 
+const NEWLINE = Buffer.from('\n');
 const day = (d: Date): string => d.toISOString().slice(0, 10);
 const stamp = (d: Date): string => d.toISOString().replace(/[-:.]/g, '');
 
@@ -76,24 +78,73 @@ export function rotatedFiles(path: string): string[] {
     .map((f) => join(dir, f));
 }
 
+/** Whether the file behind `fd` (of `size` bytes) holds at least one whole line. */
+function holdsALine(fd: number, size: number): boolean {
+  const chunk = Buffer.alloc(64 * 1024);
+  for (let at = 0; at < size; at += chunk.length) {
+    const n = readSync(fd, chunk, 0, chunk.length, at);
+    if (chunk.subarray(0, n).includes(0x0a)) return true;
+  }
+  return false;
+}
+
+/** Whether the file behind `fd` (of `size` bytes) ends in the middle of a line. */
+function endsMidLine(fd: number, size: number): boolean {
+  if (size === 0) return false;
+  const last = Buffer.alloc(1);
+  readSync(fd, last, 0, 1, size - 1);
+  return last[0] !== 0x0a;
+}
+
 /**
  * An append-only file with size and day rotation. Rotation renames the active file to
  * `<path>.<UTC timestamp>` and starts a new one; the chain simply continues in it.
+ *
+ * A line is never glued onto a torn one: a file that ends mid-line when it is opened (the last
+ * writer was killed during a write), and the file after a write that failed part-way (a full
+ * disk, a file-size limit), get a line break before the next line — the torn bytes stay a line
+ * of their own, which the next record declares (`audit.resumed.damaged_tail`, writer.ts). The
+ * file is held by one writer for as long as it is open (audit-lock.ts).
  */
 export function fileSink(options: FileSinkOptions): LineSink & { readonly path: string } {
   const now = options.now ?? (() => new Date());
   mkdirSync(dirname(options.path), { recursive: true, mode: 0o750 });
-  let fd = openSync(options.path, 'a', 0o640);
+  const lock = holdAuditLock(options.path);
+  let fd: number;
+  try {
+    fd = openSync(options.path, 'a+', 0o640);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
   let size = fstatSync(fd).size;
   let openedDay = size > 0 ? day(fstatSync(fd).mtime) : day(now());
+  // A file that ends mid-line (its last writer was killed during a write): the torn bytes become
+  // a line of their own before anything else is written, and the next record declares them. A
+  // file without one whole line (killed during its very first write) holds nothing a record
+  // could resume from: it is kept beside the log (`<path>.torn-<time>`) and the log starts afresh.
+  if (endsMidLine(fd, size)) {
+    if (!holdsALine(fd, size)) {
+      closeSync(fd);
+      renameSync(options.path, `${options.path}.torn-${stamp(now())}`);
+      fd = openSync(options.path, 'a+', 0o640);
+      size = 0;
+    } else {
+      writeAll(fd, NEWLINE);
+      size += 1;
+    }
+  }
+  // Whether the file may end mid-line after a write that failed part-way.
+  let torn = false;
 
   const rotate = (): void => {
     closeSync(fd);
     let target = `${options.path}.${stamp(now())}`;
     for (let n = 1; existsSync(target); n++) target = `${options.path}.${stamp(now())}-${n}`;
     renameSync(options.path, target);
-    fd = openSync(options.path, 'a', 0o640);
+    fd = openSync(options.path, 'a+', 0o640);
     size = 0;
+    torn = false;
     openedDay = day(now());
   };
 
@@ -101,18 +152,30 @@ export function fileSink(options: FileSinkOptions): LineSink & { readonly path: 
     name: `file:${options.path}`,
     path: options.path,
     write(line) {
-      const buffer = Buffer.from(line);
+      if (torn) {
+        // What the failed write left is measured now: a line break only after torn bytes.
+        size = fstatSync(fd).size;
+        torn = endsMidLine(fd, size);
+      }
+      let bytes = Buffer.from(line);
       if (
         size > 0 &&
-        (size + buffer.length > options.maxBytes || (options.daily && day(now()) !== openedDay))
+        (size + bytes.length > options.maxBytes || (options.daily && day(now()) !== openedDay))
       ) {
         rotate();
       }
-      writeAll(fd, buffer);
-      size += buffer.length;
+      if (torn) bytes = Buffer.concat([NEWLINE, bytes]);
+      try {
+        writeAll(fd, bytes);
+      } catch (error) {
+        torn = true;
+        throw error;
+      }
+      size += bytes.length;
     },
     close() {
       closeSync(fd);
+      lock.release();
     },
   };
 }

@@ -50,6 +50,13 @@ export interface VerifyReport {
   lastSigned?: { seq: number; unsignedAfter: number };
   /** Lines that are not audit records (log lines on a shared stream). */
   foreignLines: number;
+  /**
+   * Damage the writer itself declared (§5 of docs/audit-format.md: a record whose
+   * `audit.resumed.damaged_tail` names the last whole record before it): lines torn by a write
+   * that failed or a process killed mid-write, and records never written whole. The chain is
+   * intact around them; what they held is lost.
+   */
+  declared: { tornLines: number; lostRecords: number };
   /** The seq the first chain starts at when the input begins mid-chain (older files not given). */
   startsAtSeq?: number;
   first: { time: string; seq: number } | undefined;
@@ -92,6 +99,54 @@ export function loadPublicKeys(paths: readonly string[]): Map<string, KeyObject>
 
 const LOOKAHEAD = 64;
 
+/** The damage of a line that is not a record at all (not JSON, or not a well-formed record). */
+function lineDamage(current: Line): Damage | undefined {
+  if (current.unparseable) {
+    const torn = current.unparseable === 'torn';
+    return {
+      kind: torn ? 'truncated' : 'modified',
+      file: current.file,
+      line: current.line,
+      message: torn
+        ? 'the last line is cut short (torn write or truncated file)'
+        : 'the line is not a JSON record any more',
+    };
+  }
+  if (current.malformed !== undefined) {
+    return {
+      kind: 'modified',
+      file: current.file,
+      line: current.line,
+      message: `the line is not a well-formed audit record any more (${current.malformed})`,
+    };
+  }
+  return undefined;
+}
+
+/** Whether `line` is not JSON and the next record after it declares it torn (§5). */
+function declaredTorn(
+  line: Line,
+  prev: { record: AuditRecord } | undefined,
+  window: readonly Line[],
+): boolean {
+  if (line.unparseable !== 'garbage' || prev === undefined) return false;
+  const next = window.find((l) => l.record !== undefined || l.malformed !== undefined);
+  return next?.record !== undefined && declares(next.record, prev);
+}
+
+/**
+ * Whether a record declares damage right after `prev`: its `audit.resumed` has `damaged_tail`
+ * and names `prev` (the last record its writer wrote whole) as where it resumes.
+ */
+function declares(record: AuditRecord, prev: { record: AuditRecord }): boolean {
+  const resumed = record.audit.resumed;
+  return (
+    resumed?.damaged_tail === true &&
+    resumed.seq === prev.record.audit.seq &&
+    resumed.hash === prev.record.audit.hash
+  );
+}
+
 /** The records a chain may end with (then its closing checkpoint): a stop, or a refused start. */
 const TERMINAL = new Set(['gatehouse/stop', 'gatehouse/start_refused', 'gatehouse/config_refused']);
 
@@ -120,6 +175,7 @@ export async function verifyLines(
     checkpoints: { total: 0, signed: 0, verified: 0, verifiedBy: {} },
     openTail: 0,
     foreignLines: 0,
+    declared: { tornLines: 0, lostRecords: 0 },
     first: undefined,
     last: undefined,
   };
@@ -157,25 +213,8 @@ export async function verifyLines(
 
   /** What is wrong with one line in its place in the chain; undefined when it is sound. */
   const damageAt = (current: Line): Damage | undefined => {
-    if (current.unparseable) {
-      const torn = current.unparseable === 'torn';
-      return {
-        kind: torn ? 'truncated' : 'modified',
-        file: current.file,
-        line: current.line,
-        message: torn
-          ? 'the last line is cut short (torn write or truncated file)'
-          : 'the line is not a JSON record any more',
-      };
-    }
-    if (current.malformed !== undefined) {
-      return {
-        kind: 'modified',
-        file: current.file,
-        line: current.line,
-        message: `the line is not a well-formed audit record any more (${current.malformed})`,
-      };
-    }
+    const unread = lineDamage(current);
+    if (unread !== undefined) return unread;
     const item = current as Located;
     const { record } = item;
     const { seq } = record.audit;
@@ -196,7 +235,10 @@ export async function verifyLines(
       record.audit.prev_hash !== prev.record.audit.hash ||
       seq !== prev.record.audit.seq + 1
     ) {
-      return classifyBreak(item, prev, window, seen);
+      // The writer declared the records between as lost (a sink failed): accepted, and counted.
+      if (declares(record, prev) && seq > prev.record.audit.seq) {
+        report.declared.lostRecords += seq - prev.record.audit.seq - 1;
+      } else return classifyBreak(item, prev, window, seen);
     }
     if (record.event.action === 'audit/checkpoint') {
       const problem = checkCheckpoint(record, prev, options.keys, report);
@@ -220,6 +262,11 @@ export async function verifyLines(
     }
     if (current.foreign) {
       report.foreignLines++;
+      continue;
+    }
+    // A line torn by a failed write, declared by the next record of the chain: counted, not damage.
+    if (declaredTorn(current, prev, window)) {
+      report.declared.tornLines++;
       continue;
     }
     const damage = damageAt(current);

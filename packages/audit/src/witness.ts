@@ -10,6 +10,7 @@ import { readFileSync } from 'node:fs';
 import type { KeyObject } from 'node:crypto';
 import { checkpointPayload, recordHash, verifyCheckpoint } from './chain.js';
 import type { AuditRecord } from './record.js';
+import { parseLine } from './read.js';
 
 /** One checkpoint as a witness holds it. */
 export interface WitnessedCheckpoint {
@@ -37,7 +38,7 @@ function objectsIn(line: string): unknown[] {
   if (start === -1) return [];
   let value: unknown;
   try {
-    value = JSON.parse(line.slice(start));
+    value = parseLine(line.slice(start));
   } catch {
     return [];
   }
@@ -52,7 +53,7 @@ function objectsIn(line: string): unknown[] {
         const body = (lr as { body?: { stringValue?: unknown } }).body?.stringValue;
         if (typeof body !== 'string') continue;
         try {
-          bodies.push(JSON.parse(body));
+          bodies.push(parseLine(body));
         } catch {
           // not a record: ignored like any foreign line
         }

@@ -90,6 +90,8 @@ export class AuditLog {
   #seq: number;
   #prevHash: string | null;
   #resumed: ChainPosition | undefined;
+  /** The last record every sink took: where a declared damage resumes from. */
+  #lastWhole: { seq: number; hash: string } | undefined;
   #sinceCheckpoint = 0;
   #closed = false;
   readonly #pending: Array<() => AuditEntry | undefined> = [];
@@ -107,6 +109,10 @@ export class AuditLog {
     this.#seq = options.resume ? options.resume.seq + 1 : 0;
     this.#prevHash = options.resume?.hash ?? null;
     this.#resumed = options.resume;
+    this.#lastWhole =
+      options.resume === undefined
+        ? undefined
+        : { seq: options.resume.seq, hash: options.resume.hash };
   }
 
   /** Sinks whose last write failed, with the error. Empty when every sink is healthy. */
@@ -271,13 +277,23 @@ export class AuditLog {
     this.#seq++;
     this.#prevHash = sealed.hash;
     const line = `${sealed.line}\n`;
+    let whole = true;
     for (const sink of this.#sinks) {
       try {
         sink.write(line);
         this.#failures.delete(sink.name);
       } catch (error) {
+        whole = false;
         this.#failures.set(sink.name, error as Error);
       }
+    }
+    if (whole) {
+      this.#lastWhole = { seq: record.audit.seq, hash: sealed.hash };
+    } else if (this.#lastWhole !== undefined) {
+      // A sink lost this record, maybe after writing part of it (a full disk, a size limit): the
+      // next record declares it — the position it resumes from and that what lies between may be
+      // torn or missing — so a verifier reads the chain on past the damage, and names it.
+      this.#resumed = { ...this.#lastWhole, damagedTail: true };
     }
     return { record, line };
   }

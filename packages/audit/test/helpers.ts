@@ -1,7 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { Writable } from 'node:stream';
 import { Ajv2020 } from 'ajv/dist/2020.js';
 import addFormats from 'ajv-formats';
@@ -173,4 +175,94 @@ export function schemaErrors(record: unknown): string[] {
   return validate(record)
     ? []
     : (validate.errors ?? []).map((e) => `${e.instancePath} ${e.message}`);
+}
+
+/** A verdict in the test vectors' form (docs/audit-format.md §7), with what the writer declared. */
+export interface Verdict {
+  intact: boolean;
+  records?: number;
+  kind?: string;
+  line?: number;
+  seq?: number;
+  declared?: { torn: number; lost: number };
+}
+
+const PYTHON_VERIFIER = fileURLToPath(new URL('../python/verify.py', import.meta.url));
+
+const options = (keys: string[] = [], witness: string[] = []) => [
+  ...keys.flatMap((k) => ['--key', k]),
+  ...witness.flatMap((w) => ['--witness', w]),
+];
+
+/** The reference verifier's verdict, in the vectors' form. */
+export async function reference(
+  files: string[],
+  keys?: string[],
+  witness?: string[],
+): Promise<Verdict> {
+  let out = '';
+  const sink = { write: (c: string) => ((out += c), true), once: () => undefined };
+  await main(
+    ['verify', '--json', ...options(keys, witness), ...files],
+    sink as never,
+    sink as never,
+  );
+  return verdictOf(JSON.parse(out) as Reported);
+}
+
+export type Reported = {
+  intact: boolean;
+  records: number;
+  damage?: { kind: string; line: number; seq?: number };
+  /** Node's report field and the Python verifier's key for what the writer declared. */
+  declared?: {
+    tornLines?: number;
+    lostRecords?: number;
+    torn_lines?: number;
+    lost_records?: number;
+  };
+};
+export const verdictOf = (r: Reported): Verdict => {
+  const torn = r.declared?.tornLines ?? r.declared?.torn_lines ?? 0;
+  const lost = r.declared?.lostRecords ?? r.declared?.lost_records ?? 0;
+  const declared = torn + lost > 0 ? { declared: { torn, lost } } : {};
+  return r.intact
+    ? { intact: true, records: r.records, ...declared }
+    : {
+        intact: false,
+        kind: r.damage!.kind,
+        line: r.damage!.line,
+        ...(r.damage!.seq === undefined ? {} : { seq: r.damage!.seq }),
+        ...declared,
+      };
+};
+
+/** The Python verifier's verdicts: one log, or (`each`) every file as a log of its own. */
+export function python(
+  files: string[],
+  keys?: string[],
+  witness?: string[],
+  each = false,
+): Verdict[] {
+  const run = spawnSync(
+    'python3',
+    [PYTHON_VERIFIER, ...options(keys, witness), ...(each ? ['--each'] : []), ...files],
+    { encoding: 'utf8' },
+  );
+  if (run.status === 2 || run.stdout === '') throw new Error(`verify.py failed: ${run.stderr}`);
+  return run.stdout
+    .trim()
+    .split('\n')
+    .map((l) => verdictOf(JSON.parse(l) as Reported));
+}
+
+/** A small seeded generator (mulberry32): the same damage on every run. */
+export function seeded(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
 }

@@ -9,74 +9,17 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { AuditLog, fileSink, loadSigner, main } from '../src/index.js';
+import { AuditLog, fileSink, loadSigner } from '../src/index.js';
+import { python, reference, seeded } from './helpers.js';
+import type { Verdict } from './helpers.js';
 
 const VECTORS = fileURLToPath(new URL('../../../docs/audit-vectors/', import.meta.url));
-const PYTHON_VERIFIER = fileURLToPath(new URL('../python/verify.py', import.meta.url));
 
 interface Vector {
   file: string;
   keys?: string[];
   witness?: string[];
-  expected: { intact: boolean; records?: number; kind?: string; line?: number; seq?: number };
-}
-type Verdict = Vector['expected'];
-
-const options = (keys: string[] = [], witness: string[] = []) => [
-  ...keys.flatMap((k) => ['--key', k]),
-  ...witness.flatMap((w) => ['--witness', w]),
-];
-
-/** The reference verifier's verdict, in the vectors' form. */
-async function reference(files: string[], keys?: string[], witness?: string[]): Promise<Verdict> {
-  let out = '';
-  const sink = { write: (c: string) => ((out += c), true), once: () => undefined };
-  await main(
-    ['verify', '--json', ...options(keys, witness), ...files],
-    sink as never,
-    sink as never,
-  );
-  return verdictOf(JSON.parse(out) as Reported);
-}
-
-type Reported = {
-  intact: boolean;
-  records: number;
-  damage?: { kind: string; line: number; seq?: number };
-};
-const verdictOf = (r: Reported): Verdict =>
-  r.intact
-    ? { intact: true, records: r.records }
-    : {
-        intact: false,
-        kind: r.damage!.kind,
-        line: r.damage!.line,
-        ...(r.damage!.seq === undefined ? {} : { seq: r.damage!.seq }),
-      };
-
-/** The Python verifier's verdicts: one log, or (`each`) every file as a log of its own. */
-function python(files: string[], keys?: string[], witness?: string[], each = false): Verdict[] {
-  const run = spawnSync(
-    'python3',
-    [PYTHON_VERIFIER, ...options(keys, witness), ...(each ? ['--each'] : []), ...files],
-    { encoding: 'utf8' },
-  );
-  if (run.status === 2 || run.stdout === '') throw new Error(`verify.py failed: ${run.stderr}`);
-  return run.stdout
-    .trim()
-    .split('\n')
-    .map((l) => verdictOf(JSON.parse(l) as Reported));
-}
-
-/** A small seeded generator (mulberry32): the same damage on every run. */
-function seeded(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = Math.imul(a ^ (a >>> 15), 1 | a);
-    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
+  expected: Verdict;
 }
 
 const { vectors } = JSON.parse(readFileSync(join(VECTORS, 'expected.json'), 'utf8')) as {

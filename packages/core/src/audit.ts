@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import {
+  AuditFileBusyError,
   AuditLog,
   fdSink,
   fileSink,
@@ -9,6 +10,7 @@ import {
 } from '@gatehouse/audit';
 import type { AuditAction, AuditEntry, CheckpointWitness, LineSink } from '@gatehouse/audit';
 import type { BaseConfig } from './config.js';
+import { ConfigError } from './errors.js';
 import type { Logger } from './logger.js';
 import type { Principal } from './principal.js';
 import { sanitizeText } from './sanitize.js';
@@ -134,8 +136,18 @@ export function openAuditLog(
     config.GATEHOUSE_AUDIT_FILE === undefined
       ? undefined
       : findChainEnd(config.GATEHOUSE_AUDIT_FILE);
+  let sinks: LineSink[];
+  try {
+    sinks = auditSinks(config);
+  } catch (error) {
+    // Another process writes this file: the operator must give each server its own.
+    if (error instanceof AuditFileBusyError) {
+      throw new ConfigError([`GATEHOUSE_AUDIT_FILE: ${error.message}`]);
+    }
+    throw error;
+  }
   return new AuditLog({
-    sinks: auditSinks(config),
+    sinks,
     service,
     scrub: scrubRecordText,
     checkpointEvery: config.GATEHOUSE_AUDIT_CHECKPOINT_EVERY,

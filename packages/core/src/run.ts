@@ -221,17 +221,20 @@ function warnAboutConfig(
  * configuration" block on stderr and exit 2; anything else is logged with its error, exit 1.
  * Either is a `gatehouse/start_refused` record, in the trail the operator configured.
  */
-function refuseStart(
+async function refuseStart(
   error: unknown,
   base: BaseConfig,
   service: Service,
   logger: Logger,
   audit: AuditLog | undefined,
-): void {
+  closers: Closers,
+): Promise<void> {
   const problem = configProblem(error);
   if (problem !== undefined) process.stderr.write(`${problem.message}\n`);
   else logger.fatal({ err: error }, 'server could not start');
   process.exitCode = problem === undefined ? EXIT.failure : EXIT.config;
+  // The record goes to the trail the steps opened (closed below with everything else), or to
+  // one opened for it when the start failed before the trail was.
   let log = audit;
   if (log === undefined) {
     try {
@@ -239,6 +242,8 @@ function refuseStart(
     } catch {
       log = new AuditLog({ sinks: [fdSink(2, 'stderr')], service, scrub: scrubRecordText });
     }
+    const own = log;
+    closers.defer(() => own.close());
   }
   const reason =
     problem !== undefined
@@ -253,7 +258,26 @@ function refuseStart(
       { outcome: 'failure' },
     ),
   );
-  log.close();
+  // Every closer of the steps that ran, last first — the trail's closing checkpoint and its
+  // witnesses among them: nothing is left to hold the process open.
+  await closers.closeAll((e) => logger.error({ err: e }, 'closing after a refused start failed'));
+}
+
+/**
+ * Step 3: the audit trail and its witnesses, both on the closer stack — the witnesses first, so
+ * they close last, after the trail's closing checkpoint was handed to them.
+ */
+async function openTrail(
+  base: BaseConfig,
+  service: Service,
+  log: Logger,
+  closers: Closers,
+): Promise<AuditLog> {
+  const witnesses = await openWitnesses(base, service, log);
+  closers.defer(() => Promise.all(witnesses.map((w) => w.close(WITNESS_CLOSE_MS))));
+  const trail = openAuditLog(base, service, witnesses);
+  closers.defer(() => trail.close());
+  return trail;
 }
 
 /** Step 2: the server's definition (upstream clients), its tool names, its start-up check. */
@@ -622,7 +646,7 @@ export async function runServer<S extends z.ZodObject>(
     const { definition, readiness } = await createDefinition(options, config, logger, closers);
     const service = { name: definition.name, version: definition.version };
     const log = logger.child({ service });
-    audit = openAuditLog(base, service, await openWitnesses(base, service, log));
+    audit = await openTrail(base, service, log, closers);
     const inflight = new InflightTracker();
     const limiterStore = await openLimiterStore(base, definition.name, log, audit, closers);
     const { metrics, url: metricsUrl } = await openMetrics(
@@ -656,31 +680,19 @@ export async function runServer<S extends z.ZodObject>(
             ready: readinessOf(base, audit, readiness, limiterStore),
             log,
           });
-    recordStart(options, config, {
-      definition,
-      runtime,
-      described,
-      audit,
-      log,
-      served,
-      metricsUrl,
-    });
     const trail = audit;
-    const closeAudit = (details: Record<string, unknown>, failed = false): void => {
+    const stopRecord = (details: Record<string, unknown>, failed = false): void => {
       trail.append(lifecycleEntry('gatehouse/stop', details, failed ? { outcome: 'failure' } : {}));
-      trail.close();
     };
     let stopping: Promise<number> | undefined;
     const shutdown = (reason: string): Promise<number> => {
       stopping ??= (async () => {
         log.info({ reason, inflight: inflight.count }, 'shutting down');
         const drained = await served.drain(base.GATEHOUSE_DRAIN_MS, inflight);
-        await closers.closeAll((error) =>
-          log.error({ err: error }, 'closing upstream clients failed'),
-        );
-        closeAudit({ reason, drained });
-        // The closing checkpoint off the host before the process ends.
-        await trail.closeWitnesses(WITNESS_CLOSE_MS);
+        stopRecord({ reason, drained });
+        // Everything the steps opened, last first: the trail's closing checkpoint, and its
+        // delivery off the host, come last.
+        await closers.closeAll((error) => log.error({ err: error }, 'closing on stop failed'));
         log.info({ drained }, drained ? 'stopped' : 'stopped after the drain deadline');
         logger.flush();
         return drained ? EXIT.ok : EXIT.failure;
@@ -693,17 +705,27 @@ export async function runServer<S extends z.ZodObject>(
       (error) => {
         log.fatal({ err: error }, 'uncaught exception');
         // Close the chain on the way down: every record so far is on disk, and the end is signed.
-        closeAudit({ reason: 'crash', error: error.name }, true);
+        stopRecord({ reason: 'crash', error: error.name }, true);
+        trail.close();
         logger.flush();
         void trail.closeWitnesses(1_000).finally(() => process.exit(EXIT.failure));
       },
       log,
       trail,
     );
+    // Said only once a signal can be handled: a SIGTERM right after "server started" drains.
+    recordStart(options, config, {
+      definition,
+      runtime,
+      described,
+      audit,
+      log,
+      served,
+      metricsUrl,
+    });
     return { logger: log, ...(served.http === undefined ? {} : { http: served.http }), shutdown };
   } catch (error) {
-    await closers.closeAll((e) => logger.error({ err: e }, 'closing after a refused start failed'));
-    refuseStart(error, base, options.service ?? UNKNOWN_SERVICE, logger, audit);
+    await refuseStart(error, base, options.service ?? UNKNOWN_SERVICE, logger, audit, closers);
     return undefined;
   }
 }
