@@ -6,7 +6,7 @@
  */
 
 /** Bumped on any incompatible change of the record shape. */
-export const AUDIT_SCHEMA_VERSION = '1.2.0';
+export const AUDIT_SCHEMA_VERSION = '1.3.0';
 
 /** Why an attempt ended the way it did. */
 export type OutcomeReason =
@@ -26,6 +26,7 @@ export type OutcomeReason =
 export type AuditAction =
   | 'tools/call'
   | 'resources/read'
+  | 'resources/list'
   | 'prompts/get'
   | 'completion/complete'
   | 'gatehouse/start'

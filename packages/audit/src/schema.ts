@@ -63,6 +63,7 @@ export const auditRecordSchema = {
           enum: [
             'tools/call',
             'resources/read',
+            'resources/list',
             'prompts/get',
             'completion/complete',
             'gatehouse/start',

@@ -202,6 +202,8 @@ export type Completer = (
     principal: Principal;
     /** Whether a target is inside the allow-list (completions must not reveal others). */
     allows: (target: string) => boolean;
+    /** Aborted at the deadline, on cancellation and at shutdown (the runner's signal). */
+    signal: AbortSignal;
   },
 ) => Promise<readonly string[]> | readonly string[];
 

@@ -12,35 +12,42 @@ export function paginate<T>(
 ): { page: T[]; nextCursor?: string } {
   let offset = 0;
   if (cursor !== undefined) {
-    offset = decodeCursor(cursor, items.length);
+    const decoded = cursorOffset(cursor);
+    if (decoded === undefined || decoded > items.length) {
+      throw new ProtocolError(ProtocolErrorCode.InvalidParams, INVALID_CURSOR);
+    }
+    offset = decoded;
   }
   const end = offset + pageSize;
   const page = items.slice(offset, end);
   return end < items.length ? { page, nextCursor: encodeCursor(end) } : { page };
 }
 
+export const INVALID_CURSOR =
+  'Invalid cursor: pass the nextCursor of a previous page unchanged, or omit it for the first page';
+
+/** Whether a cursor is one this server could have written (before the list is known). */
+export const cursorShape = (cursor: string): boolean => cursorOffset(cursor) !== undefined;
+
 function encodeCursor(offset: number): string {
   return Buffer.from(JSON.stringify({ v: 1, o: offset })).toString('base64url');
 }
 
-function decodeCursor(cursor: string, length: number): number {
+function cursorOffset(cursor: string): number | undefined {
+  if (cursor.length > 200) return undefined;
   try {
-    if (cursor.length > 200) throw new Error('too long');
     const value: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8'));
     if (
       typeof value === 'object' &&
       value !== null &&
       (value as { v?: unknown }).v === 1 &&
-      Number.isInteger((value as { o?: unknown }).o)
+      Number.isInteger((value as { o?: unknown }).o) &&
+      (value as { o: number }).o > 0
     ) {
-      const offset = (value as { o: number }).o;
-      if (offset > 0 && offset <= length) return offset;
+      return (value as { o: number }).o;
     }
   } catch {
-    // fall through to the error below
+    // not JSON: not a cursor
   }
-  throw new ProtocolError(
-    ProtocolErrorCode.InvalidParams,
-    'Invalid cursor: pass the nextCursor of a previous page unchanged, or omit it for the first page',
-  );
+  return undefined;
 }

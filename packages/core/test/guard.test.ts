@@ -240,7 +240,11 @@ describe('allow-lists hold on every path', () => {
     });
     const general = await client.readResource({ uri: 'demo://boards/general' });
     expect(general.contents).toHaveLength(1);
-    expect(records.map((r) => r.event.reason)).toEqual(['denied', 'ok']);
+    expect(records.map((r) => [r.event.action, r.event.reason])).toEqual([
+      ['resources/list', 'ok'],
+      ['resources/read', 'denied'],
+      ['resources/read', 'ok'],
+    ]);
   });
 });
 
@@ -271,7 +275,7 @@ describe('abuse limits', () => {
     });
   });
 
-  it('limits a resource read, a prompt get and a completion like a tool call', async () => {
+  it('limits a resource read, a prompt get, a completion and a listing like a tool call', async () => {
     const { client, records } = await setup({ GATEHOUSE_RATE_READ_PER_MIN: '2' });
     const limited =
       /Rate limit reached for (readme|demo_summarise|board) \(reads\)\. Retry in (59|60)s\./;
@@ -287,9 +291,14 @@ describe('abuse limits', () => {
       });
     for (let i = 0; i < 2; i++) await complete();
     await expect(complete()).rejects.toThrow(limited);
+    // A listing that asks a template's list() (a catalog, a vendor) has its place too.
+    for (let i = 0; i < 2; i++) await client.listResources();
+    await expect(client.listResources()).rejects.toThrow(
+      /Rate limit reached for resources\/list \(reads\)\. Retry in (59|60)s\./,
+    );
     const refused = records.filter((r) => r.event.reason === 'rate_limited');
     expect(refused.map((r) => [r.event.action, r.policy])).toEqual(
-      ['resources/read', 'prompts/get', 'completion/complete'].map((action) => [
+      ['resources/read', 'prompts/get', 'completion/complete', 'resources/list'].map((action) => [
         action,
         { decision: 'deny', rule: 'rate' },
       ]),

@@ -371,6 +371,8 @@ describe.each<Era>(['legacy', 'modern'])('pipeline over the %s era', (era) => {
       hasMore: false,
     });
     expect(records.map((r) => [r.event.action, r.event.reason, r.target?.resource])).toEqual([
+      // The listing asked the board template's list(): it has its record like a read.
+      ['resources/list', 'ok', undefined],
       ['resources/read', 'ok', undefined],
       ['resources/read', 'ok', 'demo:board/general'],
       ['resources/read', 'not_found', 'demo:board/nope'],

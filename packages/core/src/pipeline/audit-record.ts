@@ -12,7 +12,8 @@ import type { Principal } from '../principal.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import type { PreparedTool } from './prepare.js';
 
-export type Action = 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
+export type Action =
+  'tools/call' | 'resources/read' | 'resources/list' | 'prompts/get' | 'completion/complete';
 
 /** What the record says about the request itself, known when it arrives. */
 export interface RecordSubject {
@@ -56,6 +57,7 @@ function summarize(result: unknown, truncated: boolean): NonNullable<AuditEntry[
   const r = result as {
     content?: unknown[];
     contents?: unknown[];
+    resources?: unknown[];
     messages?: unknown[];
     completion?: { values?: unknown[] };
     resultType?: string;
@@ -64,7 +66,8 @@ function summarize(result: unknown, truncated: boolean): NonNullable<AuditEntry[
   return {
     bytes: Buffer.byteLength(json),
     ...(r.resultType === 'input_required' ? { input_required: true } : {}),
-    items: (r.content ?? r.contents ?? r.messages ?? r.completion?.values ?? []).length,
+    items: (r.content ?? r.contents ?? r.resources ?? r.messages ?? r.completion?.values ?? [])
+      .length,
     sha256: sha256(json),
     ...(truncated ? { truncated: true } : {}),
   };

@@ -73,11 +73,12 @@ function completion(
       isPrompt
         ? unknownName('prompt', ref.name)
         : `Unknown resource template: ${sanitizeText(ref.uri).text.slice(0, 256)}`,
-    run: async (_, complete) =>
+    run: async (_, complete, { signal }) =>
       (await complete?.(argument.value, {
         arguments: params.context?.arguments ?? {},
         principal,
         allows,
+        signal,
       })) ?? [],
     shape: (_, values) => {
       const clean = values.map((v) => sanitizeText(v).text);

@@ -25,7 +25,8 @@ export interface FailureSite {
 }
 
 /** The methods that go through the runner (runner.ts). */
-export type Method = 'tools/call' | 'resources/read' | 'prompts/get' | 'completion/complete';
+export type Method =
+  'tools/call' | 'resources/read' | 'resources/list' | 'prompts/get' | 'completion/complete';
 
 /**
  * Why the runner stopped a request before (or instead of) its handler. Each is a row of the
@@ -106,6 +107,10 @@ const upstreamReason = (error: UpstreamError): OutcomeReason =>
 
 const row = <E>(r: Row<E>): Row<unknown> => r as Row<unknown>;
 
+/** What was asked, as a JSON-RPC error names it: the method, and the name or URI if any. */
+const asked = (s: FailureSite): string =>
+  s.name === s.method ? s.method : `${s.method} ${sanitizeText(s.name).text.slice(0, 256)}`;
+
 /** First match wins; the last row catches everything else. */
 const TABLE: readonly Row<unknown>[] = [
   row<Refusal>({
@@ -155,20 +160,21 @@ const TABLE: readonly Row<unknown>[] = [
     reason: () => 'timeout',
     tool: (e, s) =>
       `${s.name} did not finish within ${e.ms / 1000}s and was stopped. Try a narrower request, or try again later.`,
-    protocol: (_, s) => internal(`${s.method} ${s.name} timed out`),
+    protocol: (e, s) =>
+      internal(`${asked(s)} did not finish within ${e.ms / 1000}s and was stopped`),
   }),
   row<ShutdownError>({
     is: instance(ShutdownError),
     reason: () => 'cancelled',
     tool: (_, s) => `The server is shutting down; ${s.name} was stopped. Retry shortly.`,
-    protocol: (_, s) => internal(`${s.method} ${s.name} was cancelled`),
+    protocol: (_, s) => internal(`${asked(s)} was cancelled: the server is shutting down`),
   }),
   // The client cancelled: it gets no response at all, so nothing to phrase.
   row<CancelledError>({
     is: instance(CancelledError),
     reason: () => 'cancelled',
     tool: () => undefined,
-    protocol: (_, s) => internal(`${s.method} ${s.name} was cancelled`),
+    protocol: (_, s) => internal(`${asked(s)} was cancelled`),
   }),
   // A deliberate protocol error from a handler travels as it is.
   row<ProtocolError>({

@@ -2,13 +2,16 @@
  * resources/list, resources/templates/list and resources/read. A read goes through the runner
  * (runner.ts): the URI is absolute and names a resource this caller's scope grants, its target
  * is inside the allow-list, it takes a place in the minute, the handler runs under the deadline,
- * the text (and each URI it names) is sanitised and budgeted.
+ * the text (and each URI it names) is sanitised and budgeted. A listing that calls a template's
+ * list() (a catalog query, a vendor call) goes through the runner too: every method that can
+ * reach a database or a vendor takes a place in the minute, runs under the deadline and leaves
+ * one audit record.
  */
-import { randomUUID } from 'node:crypto';
-import type { ReadResourceResult } from '@modelcontextprotocol/server';
+import type { ListResourcesResult, ReadResourceResult } from '@modelcontextprotocol/server';
 import type { ResourceBody } from '../define.js';
-import { paginate } from '../pagination.js';
+import { cursorShape, INVALID_CURSOR, paginate } from '../pagination.js';
 import { sanitizeDeep, sanitizeText } from '../sanitize.js';
+import type { SanitizeFlag } from '../sanitize.js';
 import type { Connection } from './connection.js';
 import { Refusal } from './failures.js';
 import { findResource, flatVariables, normalizeUri } from './prepare.js';
@@ -32,27 +35,16 @@ const described = (r: { title?: string; description?: string; mimeType?: string 
 
 export function registerResources(connection: Connection, pageSize: number): void {
   const { server } = connection;
-  const { statics, templates } = connection.prepared.resources;
+  const { templates } = connection.prepared.resources;
 
-  server.setRequestHandler('resources/list', async (request, sctx) => {
-    const ctx = connection.contextFor(sctx, randomUUID(), sctx.mcpReq.signal);
-    const listed: Array<Record<string, unknown> & { uri: string; name: string }> = [];
-    for (const r of statics.values()) {
-      if (connection.granted(r).allow) listed.push({ uri: r.uri, name: r.name, ...described(r) });
-    }
-    for (const { definition: t, template } of templates) {
-      if (t.list === undefined || !connection.granted(t).allow) continue;
-      for (const item of await t.list(ctx)) {
-        // A listing shows only what a read would allow.
-        const match = template.match(item.uri);
-        const itemTarget = t.target?.(match === null ? {} : flatVariables(match));
-        if (itemTarget !== undefined && !connection.allows(itemTarget)) continue;
-        listed.push({ ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }), ...item });
-      }
-    }
-    const clean = sanitizeDeep(listed, new Set());
-    const { page, nextCursor } = paginate(clean, request.params?.cursor, pageSize);
-    return nextCursor === undefined ? { resources: page } : { resources: page, nextCursor };
+  server.setRequestHandler('resources/list', (request, sctx) => {
+    const cursor = request.params?.cursor;
+    const listing = templates.filter(
+      ({ definition: t }) => t.list !== undefined && connection.granted(t).allow,
+    );
+    // A listing that calls no server's list() reaches nothing: answered like tools/list.
+    if (listing.length === 0) return resourcePage(staticsListed(connection), cursor, pageSize);
+    return runRequest(connection, sctx, resourceList(connection, listing, cursor, pageSize));
   });
 
   server.setRequestHandler('resources/templates/list', (request) => {
@@ -72,6 +64,79 @@ export function registerResources(connection: Connection, pageSize: number): voi
   server.setRequestHandler('resources/read', (request, sctx) =>
     runRequest(connection, sctx, resourceRead(connection, request.params.uri)),
   );
+}
+
+type Listed = Record<string, unknown> & { uri: string; name: string };
+type Templates = Connection['prepared']['resources']['templates'];
+
+/** The static resources this caller's scope grants. */
+function staticsListed(connection: Connection): Listed[] {
+  return [...connection.prepared.resources.statics.values()]
+    .filter((r) => connection.granted(r).allow)
+    .map((r) => ({ uri: r.uri, name: r.name, ...described(r) }));
+}
+
+function resourcePage(
+  listed: readonly Listed[],
+  cursor: string | undefined,
+  pageSize: number,
+  flags: Set<SanitizeFlag> = new Set(),
+): ListResourcesResult {
+  const { page, nextCursor } = paginate(sanitizeDeep(listed, flags), cursor, pageSize);
+  return nextCursor === undefined ? { resources: page } : { resources: page, nextCursor };
+}
+
+/**
+ * resources/list when a template lists its resources (a catalog query, a vendor call): through
+ * the runner like a read — a place in the minute, the deadline, one audit record.
+ */
+function resourceList(
+  connection: Connection,
+  listing: Templates,
+  cursor: string | undefined,
+  pageSize: number,
+): Adapter<string | undefined, Listed[], ListResourcesResult> {
+  return {
+    method: 'resources/list',
+    name: 'resources/list',
+    ...(cursor === undefined ? {} : { args: { cursor } }),
+    find: () => ({
+      label: 'resources/list',
+      access: 'read',
+      deadlineMs: connection.runtime.toolTimeoutMs,
+      visible: () => connection.granted(listing[0]!.definition),
+      parse: () => {
+        // A cursor that cannot be one is refused before anything is asked of upstream.
+        if (cursor !== undefined && !cursorShape(cursor)) {
+          throw new Refusal('invalid_params', INVALID_CURSOR);
+        }
+        return cursor;
+      },
+      targets: () => undefined,
+    }),
+    notFound: () => 'Resource listing not available',
+    run: async (_, __, { attempt, signal, deadline }) => {
+      const ctx = connection.contextFor(attempt.sctx, attempt.eventId, signal, deadline);
+      const listed = staticsListed(connection);
+      for (const { definition: t, template } of listing) {
+        for (const item of await t.list!(ctx)) {
+          // A listing shows only what a read would allow.
+          const match = template.match(item.uri);
+          const itemTarget = t.target?.(match === null ? {} : flatVariables(match));
+          if (itemTarget !== undefined && !connection.allows(itemTarget)) continue;
+          listed.push({ ...(t.mimeType === undefined ? {} : { mimeType: t.mimeType }), ...item });
+        }
+      }
+      return listed;
+    },
+    shape: (_, listed, given, flags) => {
+      const result = resourcePage(listed, given, pageSize, flags);
+      return { reason: 'ok', result, answer: result };
+    },
+    answer: (failure) => {
+      throw failure.protocolError;
+    },
+  };
 }
 
 type Found = NonNullable<ReturnType<typeof findResource>>;

@@ -1,6 +1,7 @@
 /**
  * The one runner every request that acts goes through — tools/call, resources/read,
- * prompts/get, completion/complete — in one order a reader can check:
+ * prompts/get, completion/complete, and resources/list when a template lists (it reaches a
+ * database or a vendor) — in one order a reader can check:
  *
  *   find → visible → audit-failure refusal → parse → targets → outgoing secrets → limits →
  *   confirm → run under the deadline → shape → finish
