@@ -12,6 +12,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { format, resolveConfig } from 'prettier';
 import {
   AuditLog,
   checkpointPayload,
@@ -324,6 +325,12 @@ vector(
   );
 }
 
-writeFileSync(join(OUT, 'expected.json'), `${JSON.stringify({ vectors }, null, 2)}\n`);
+// In the repository's style, so `prettier --check .` (part of npm test) passes as written.
+const expectedFile = join(OUT, 'expected.json');
+const style = await resolveConfig(expectedFile);
+writeFileSync(
+  expectedFile,
+  await format(JSON.stringify({ vectors }), { ...style, filepath: expectedFile }),
+);
 rmSync(work, { recursive: true, force: true });
 process.stdout.write(`audit-vectors: ${vectors.length} vectors in ${OUT}\n`);

@@ -227,7 +227,7 @@ export const baseConfigShape = {
   GATEHOUSE_MAX_SUBSCRIPTIONS: envInt(1, 100_000)
     .default(64)
     .describe(
-      'Subscription streams (subscriptions/listen) open at once; beyond it, 429. They do not count against GATEHOUSE_MAX_INFLIGHT.',
+      'Subscription streams (subscriptions/listen) open at once; beyond it, 429 over HTTP and a -32603 "Subscription limit reached" over stdio (per connection). They do not count against GATEHOUSE_MAX_INFLIGHT.',
     ),
   GATEHOUSE_MAX_OUTPUT_BYTES: envInt(1024, 64 * 1024 * 1024)
     .default(256 * 1024)

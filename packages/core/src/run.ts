@@ -403,7 +403,12 @@ interface Served {
 }
 
 /** Step 7a: stdio. stdout belongs to the protocol: stray console output goes to stderr. */
-function serveOverStdio(factory: McpServerFactory, log: Logger, audit: AuditLog): Served {
+function serveOverStdio(
+  factory: McpServerFactory,
+  log: Logger,
+  audit: AuditLog,
+  maxSubscriptions: number,
+): Served {
   for (const method of ['log', 'info', 'debug'] as const) {
     // eslint-disable-next-line no-console
     console[method] = (...args: unknown[]) => console.error(...args);
@@ -416,6 +421,7 @@ function serveOverStdio(factory: McpServerFactory, log: Logger, audit: AuditLog)
   });
   const stdio = serveStdio(factory, {
     transport: lines,
+    maxSubscriptions,
     onerror: (error) => log.warn({ err: error }, 'stdio transport error'),
   });
   return {
@@ -423,10 +429,11 @@ function serveOverStdio(factory: McpServerFactory, log: Logger, audit: AuditLog)
       const deadline = Date.now() + drainMs;
       let drained = await inflight.idle(drainMs);
       if (!drained) inflight.abortAll();
-      // Every request read is answered before stdout closes (a ping, a listing, a refusal).
+      // Every request read is answered before stdout closes (a ping, a listing, a refusal);
+      // the close answers each open subscription stream; every answer leaves before the exit.
       drained = (await lines.answered(Math.max(0, deadline - Date.now()))) && drained;
       await stdio.close();
-      return drained;
+      return (await lines.flushed(Math.max(1_000, deadline - Date.now()))) && drained;
     },
   };
 }
@@ -669,7 +676,7 @@ export async function runServer<S extends z.ZodObject>(
     const described = describeTools(factory.prepared);
     const served =
       base.GATEHOUSE_TRANSPORT === 'stdio'
-        ? serveOverStdio(factory, log, audit)
+        ? serveOverStdio(factory, log, audit, base.GATEHOUSE_MAX_SUBSCRIPTIONS)
         : await serveOverHttp(base, {
             definition,
             factory,

@@ -44,6 +44,11 @@ export class LineTransport implements Transport {
   #closed = false;
   /** Requests read and not yet answered, by id (as JSON): stdin may end before they are. */
   readonly #unanswered = new Set<string>();
+  /**
+   * Of those, the subscriptions/listen streams: answered when the session ends (the SDK's
+   * teardown sends each its closing result), so a drain does not wait for them.
+   */
+  readonly #streams = new Set<string>();
   #inputEnded = false;
   #whenAnswered: Array<() => void> = [];
 
@@ -82,10 +87,14 @@ export class LineTransport implements Transport {
   /**
    * The client closed stdin: nothing more will be read, but every request already read is still
    * answered before the transport closes (whoever runs the server closes it sooner, after its
-   * drain deadline, if an answer never comes).
+   * drain deadline, if an answer never comes). An open subscription stream keeps it open: the
+   * server's close answers the stream, then closes the transport.
    */
   readonly #onend = (): void => {
+    if (this.#inputEnded) return;
     this.#inputEnded = true;
+    // The last message may lack its newline: the end of input ends the line too.
+    if (this.#lineBytes > 0 || this.#oversized !== undefined) this.#endLine();
     if (this.#unanswered.size === 0) void this.close();
   };
 
@@ -121,7 +130,11 @@ export class LineTransport implements Transport {
     }
     const message = inspected.message as { id?: unknown; method?: unknown; params?: unknown };
     if (typeof message.method === 'string') {
-      if (message.id !== undefined) this.#unanswered.add(JSON.stringify(message.id));
+      if (message.id !== undefined) {
+        const key = JSON.stringify(message.id);
+        this.#unanswered.add(key);
+        if (message.method === 'subscriptions/listen') this.#streams.add(key);
+      }
       // A cancelled request gets no answer (the protocol says so): nothing to wait for.
       if (message.method === 'notifications/cancelled') {
         const { requestId } = (message.params ?? {}) as { requestId?: unknown };
@@ -166,19 +179,50 @@ export class LineTransport implements Transport {
 
   /** A request is answered (or will never be): close once input has ended and none is left. */
   #answered(id: unknown): void {
-    if (id === undefined || !this.#unanswered.delete(JSON.stringify(id))) return;
-    if (this.#unanswered.size > 0) return;
-    for (const resolve of this.#whenAnswered.splice(0)) resolve();
-    if (this.#inputEnded) setImmediate(() => void this.close());
+    if (id === undefined) return;
+    const key = JSON.stringify(id);
+    if (!this.#unanswered.delete(key)) return;
+    this.#streams.delete(key);
+    if (this.#onlyStreamsLeft()) {
+      for (const resolve of this.#whenAnswered.splice(0)) resolve();
+    }
+    if (this.#unanswered.size === 0 && this.#inputEnded) setImmediate(() => void this.close());
   }
 
-  /** Resolves true once every request read so far is answered, false after `ms` (or on close). */
+  #onlyStreamsLeft(): boolean {
+    return this.#unanswered.size === this.#streams.size;
+  }
+
+  /**
+   * Resolves true once every request read so far is answered — open subscription streams aside,
+   * which the close answers — and false after `ms` (or on close).
+   */
   answered(ms: number): Promise<boolean> {
-    if (this.#unanswered.size === 0) return Promise.resolve(true);
+    if (this.#onlyStreamsLeft()) return Promise.resolve(true);
     if (this.#closed) return Promise.resolve(false);
     return new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), ms);
       this.#whenAnswered.push(() => {
+        clearTimeout(timer);
+        resolve(true);
+      });
+    });
+  }
+
+  /**
+   * Resolves once everything written to stdout has left the process (true), or false after `ms`:
+   * a write that returned true may still sit in the stream's buffer, and exiting then loses it
+   * (the closing answers of subscription streams, when the client reads slowly).
+   */
+  flushed(ms: number): Promise<boolean> {
+    const stdout = this.#stdout;
+    if (stdout.writableLength === 0 || stdout.destroyed || !stdout.writable) {
+      return Promise.resolve(stdout.writableLength === 0);
+    }
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => resolve(false), ms);
+      // Write callbacks run in order: this one runs once every earlier chunk is flushed.
+      stdout.write('', () => {
         clearTimeout(timer);
         resolve(true);
       });

@@ -12,6 +12,13 @@ import { rawServer } from './raw-server.ts';
 // every request whose id can be read gets exactly one answer; no error says anything of the
 // engine or the libraries (stack overflows, schema messages, stack frames).
 //
+// Every method is sent, subscriptions/listen and resources/subscribe included, under ids of
+// every shape ('' and 0 among them); a stdio run ends as a client ends it — stdin closed with
+// streams still open — and the process must answer each stream once and exit 0. (That ending
+// found the last class of issue 34: a drain that waited for streams only the close answers,
+// exit 1; and closing answers lost when the process exited with stdout still holding them.
+// sessions.test.ts holds the same oracle over every id shape × method × way a session ends.)
+//
 // The default run sends GATEHOUSE_FUZZ_MESSAGES (default 2 000) messages in all; the long
 // mode (npm run test:long) sends 100 000. GATEHOUSE_FUZZ_SEED replays a run.
 
@@ -137,6 +144,22 @@ function generator(seed: number, era: Era, transport: Transport) {
         },
       },
       { method: 'logging/setLevel', params: { level: pick(['debug', 'nonsense']) } },
+      // A stream: open until the session ends (stdio) or at once when nothing is honoured.
+      {
+        method: 'subscriptions/listen',
+        params: {
+          notifications: pick([
+            {},
+            { toolsListChanged: true },
+            { promptsListChanged: true },
+            value(),
+          ]),
+        },
+      },
+      {
+        method: pick(['resources/subscribe', 'resources/unsubscribe']),
+        params: { uri: 'demo://readme' },
+      },
       { method: pick(['nope/nope', '', 'tools/', 'rpc.discover', text()]) },
       ...(era === 'legacy'
         ? [{ method: 'initialize', params: initializeRequest().params as Record<string, Json> }]
@@ -149,12 +172,28 @@ function generator(seed: number, era: Era, transport: Transport) {
       ? (message.params as Record<string, Json>)
       : {};
   let next = 0;
+  // Ids of every shape a client may send, each used once in a run (one answer per id).
+  const shapes: Array<string | number> = [
+    '',
+    0,
+    '0',
+    ' ',
+    '\u0000',
+    'null',
+    '\ud800',
+    '🏴',
+    -0.5,
+    Number.MAX_SAFE_INTEGER,
+    -Number.MAX_SAFE_INTEGER,
+    '1',
+    '"',
+  ];
   return (): Case => {
     const n = next++;
     const base = requests();
     const message: Record<string, Json> = {
       jsonrpc: '2.0',
-      id: chance(0.5) ? n + 1000 : `id-${n}`,
+      id: chance(0.01) && shapes.length > 0 ? shapes.shift()! : chance(0.5) ? n + 1000 : `id-${n}`,
       ...base,
     };
     if (era === 'modern') {
@@ -289,6 +328,15 @@ function generator(seed: number, era: Era, transport: Transport) {
   };
 }
 
+/** The id a line answers, or the subscription it acknowledges (answered at the end). */
+function answeredOrOpen(line: unknown): unknown[] {
+  const message = line as { id?: unknown; method?: unknown; params?: { _meta?: unknown } };
+  if (message.method === undefined) return [message.id];
+  if (message.method !== 'notifications/subscriptions/acknowledged') return [];
+  const meta = message.params?._meta as Record<string, unknown> | undefined;
+  return [meta?.['io.modelcontextprotocol/subscriptionId']];
+}
+
 interface Answer {
   id?: unknown;
   error?: { code?: unknown; message?: unknown };
@@ -312,6 +360,8 @@ describe.each(['legacy', 'modern'] as const)('fuzzing the stdio front door (%s e
     const server = rawServer({
       GATEHOUSE_PRINCIPAL: 'fuzz',
       GATEHOUSE_RATE_READ_PER_MIN: '1000000',
+      GATEHOUSE_DRAIN_MS: '5000',
+      DEMO_LIST_CHANGED: 'true',
     });
     const next = generator(SEED + (era === 'legacy' ? 1 : 2), era, 'stdio');
     try {
@@ -335,8 +385,9 @@ describe.each(['legacy', 'modern'] as const)('fuzzing the stdio front door (%s e
         }
         expected.push(...batch);
         // Wait for this batch's answers before the next (bounded memory, real back-pressure).
+        // A subscription stream is answered when the session ends: its acknowledgement counts.
         await eventually(
-          () => new Set(server.stdoutLines.map((l) => (JSON.parse(l) as Answer).id)),
+          () => new Set(server.stdoutLines.flatMap((l) => answeredOrOpen(JSON.parse(l)))),
           (seen) => batch.every((id) => seen.has(id)),
           30_000,
           20,
@@ -350,12 +401,18 @@ describe.each(['legacy', 'modern'] as const)('fuzzing the stdio front door (%s e
         ...(era === 'modern' ? { params: { _meta: MODERN_META } } : {}),
       });
       await server.waitForResponse('final');
-      const answers = server.stdoutLines.map((line) => {
-        const value = JSON.parse(line) as Answer & { jsonrpc?: unknown };
-        expect(value.jsonrpc).toBe('2.0');
-        return value;
-      });
+      // The session ends as a client ends it: stdin closes, open streams are answered, exit 0.
+      server.child.stdin.end();
+      const [code, signal] = await server.exit;
+      const answers = server.stdoutLines
+        .map((line) => {
+          const value = JSON.parse(line) as Answer & { jsonrpc?: unknown; method?: unknown };
+          expect(value.jsonrpc).toBe('2.0');
+          return value;
+        })
+        .filter((value) => value.method === undefined);
       checkAnswers(answers, expected, `stdio ${era} (seed ${SEED})`);
+      expect({ code, signal }, server.stderr().slice(-2000)).toEqual({ code: 0, signal: null });
     } finally {
       server.child.kill('SIGKILL');
     }
