@@ -24,6 +24,8 @@ import type { Verdict } from './helpers.js';
 
 const LONG = process.env.GATEHOUSE_TEST_LONG === '1';
 const WRITER = fileURLToPath(new URL('./fixtures/writer.mjs', import.meta.url));
+/** The long mode (npm run test:long) cuts 400 places and kills 20 times: minutes, not seconds. */
+const TIMEOUT = LONG ? 900_000 : 60_000;
 
 /** Appends `n` records and a stop with a writer that resumes the file, as a restarted server does. */
 function writeOn(path: string, n: number, from: number): void {
@@ -83,62 +85,70 @@ describe('a writer killed in the middle of a line', () => {
     ...Array.from({ length: LONG ? 400 : 24 }, () => 1 + Math.floor(random() * (bytes.length - 1))),
   ];
 
-  it(`at any byte (${offsets.length} cuts): nothing is lost, and both verifiers say what happened`, async () => {
-    for (const [n, at] of offsets.entries()) {
-      const path = join(dir, `cut-${n}.jsonl`);
-      writeFileSync(path, bytes.subarray(0, at));
-      writeOn(path, 4, 1000);
-      const text = readFileSync(path, 'utf8');
-      // Torn: the cut left part of a line (a record whole but for its line break is not torn).
-      const tail = bytes.subarray(bytes.lastIndexOf(0x0a, at - 1) + 1, at).toString('utf8');
-      const torn = tail !== '' && !parses(tail);
-      const firstLine = at <= breaks[0]!;
-      if (firstLine) {
-        // Killed during its first write: the fragment is kept beside the log, which starts anew.
-        const kept = readdirSync(dir).filter((f) => f.startsWith(`cut-${n}.jsonl.torn-`));
-        expect(kept, `cut at ${at}`).toHaveLength(1);
-        expect(readFileSync(join(dir, kept[0]!))).toEqual(bytes.subarray(0, at));
-      } else {
-        // Every whole line before the cut is there, byte for byte, and the torn bytes stand alone.
-        const before = bytes.subarray(0, at).toString('utf8');
-        expect(text.startsWith(before), `cut at ${at}`).toBe(true);
+  it(
+    `at any byte (${offsets.length} cuts): nothing is lost, and both verifiers say what happened`,
+    async () => {
+      for (const [n, at] of offsets.entries()) {
+        const path = join(dir, `cut-${n}.jsonl`);
+        writeFileSync(path, bytes.subarray(0, at));
+        writeOn(path, 4, 1000);
+        const text = readFileSync(path, 'utf8');
+        // Torn: the cut left part of a line (a record whole but for its line break is not torn).
+        const tail = bytes.subarray(bytes.lastIndexOf(0x0a, at - 1) + 1, at).toString('utf8');
+        const torn = tail !== '' && !parses(tail);
+        const firstLine = at <= breaks[0]!;
+        if (firstLine) {
+          // Killed during its first write: the fragment is kept beside the log, which starts anew.
+          const kept = readdirSync(dir).filter((f) => f.startsWith(`cut-${n}.jsonl.torn-`));
+          expect(kept, `cut at ${at}`).toHaveLength(1);
+          expect(readFileSync(join(dir, kept[0]!))).toEqual(bytes.subarray(0, at));
+        } else {
+          // Every whole line before the cut is there, byte for byte, and the torn bytes stand alone.
+          const before = bytes.subarray(0, at).toString('utf8');
+          expect(text.startsWith(before), `cut at ${at}`).toBe(true);
+          expect(
+            text.slice(before.length).startsWith(tail === '' ? '{' : '\n{'),
+            `cut at ${at}`,
+          ).toBe(true);
+        }
+        // Every record written after the restart is a whole line of its own.
+        const after = firstLine ? text : text.slice(bytes.subarray(0, at).toString('utf8').length);
+        const actions = wholeLines(after)
+          .filter((l) => l.startsWith('{'))
+          .map((l) => (JSON.parse(l) as { event: { action: string } }).event.action);
         expect(
-          text.slice(before.length).startsWith(tail === '' ? '{' : '\n{'),
+          actions.filter((a) => a === 'tools/call'),
           `cut at ${at}`,
-        ).toBe(true);
+        ).toHaveLength(4);
+        expect(actions.slice(-2), `cut at ${at}`).toEqual(['gatehouse/stop', 'audit/checkpoint']);
+        const verdict = await verdicts(path);
+        expect(verdict, `cut at ${at}`).toMatchObject({ intact: true });
+        expect(verdict.declared?.torn ?? 0, `cut at ${at}`).toBe(torn && !firstLine ? 1 : 0);
       }
-      // Every record written after the restart is a whole line of its own.
-      const after = firstLine ? text : text.slice(bytes.subarray(0, at).toString('utf8').length);
-      const actions = wholeLines(after)
-        .filter((l) => l.startsWith('{'))
-        .map((l) => (JSON.parse(l) as { event: { action: string } }).event.action);
-      expect(
-        actions.filter((a) => a === 'tools/call'),
-        `cut at ${at}`,
-      ).toHaveLength(4);
-      expect(actions.slice(-2), `cut at ${at}`).toEqual(['gatehouse/stop', 'audit/checkpoint']);
-      const verdict = await verdicts(path);
-      expect(verdict, `cut at ${at}`).toMatchObject({ intact: true });
-      expect(verdict.declared?.torn ?? 0, `cut at ${at}`).toBe(torn && !firstLine ? 1 : 0);
-    }
-  });
+    },
+    TIMEOUT,
+  );
 
-  it('by a real SIGKILL while it writes, again and again', async () => {
-    const path = join(dir, 'killed.jsonl');
-    for (let round = 0; round < (LONG ? 20 : 4); round++) {
-      const child = spawn(process.execPath, [WRITER, path, 'loop'], { stdio: 'ignore' });
-      await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(random() * 250)));
-      child.kill('SIGKILL');
-      await new Promise((resolve) => child.once('exit', resolve));
-    }
-    writeOn(path, 3, 2000);
-    const verdict = await verdicts(path);
-    expect(verdict).toMatchObject({ intact: true });
-    // Every line of the file is a whole record (no record glued onto a torn one).
-    const lines = wholeLines(readFileSync(path, 'utf8'));
-    const glued = lines.filter((l) => (l.match(/"@timestamp"/g) ?? []).length > 1);
-    expect(glued).toEqual([]);
-  });
+  it(
+    'by a real SIGKILL while it writes, again and again',
+    async () => {
+      const path = join(dir, 'killed.jsonl');
+      for (let round = 0; round < (LONG ? 20 : 4); round++) {
+        const child = spawn(process.execPath, [WRITER, path, 'loop'], { stdio: 'ignore' });
+        await new Promise((resolve) => setTimeout(resolve, 150 + Math.floor(random() * 250)));
+        child.kill('SIGKILL');
+        await new Promise((resolve) => child.once('exit', resolve));
+      }
+      writeOn(path, 3, 2000);
+      const verdict = await verdicts(path);
+      expect(verdict).toMatchObject({ intact: true });
+      // Every line of the file is a whole record (no record glued onto a torn one).
+      const lines = wholeLines(readFileSync(path, 'utf8'));
+      const glued = lines.filter((l) => (l.match(/"@timestamp"/g) ?? []).length > 1);
+      expect(glued).toEqual([]);
+    },
+    TIMEOUT,
+  );
 });
 
 describe('a write that fails part-way, and the writer goes on', () => {
