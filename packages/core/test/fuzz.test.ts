@@ -3,7 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { eventually, initializeRequest, seededRandom, spawnServer } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { rawServer } from './raw-server.ts';
+import { ID_SHAPES, rawServer } from './raw-server.ts';
 
 // A structure-aware fuzz of the JSON-RPC front door, seeded and reproducible, over both
 // transports and both protocol eras. Messages are built from valid requests of every method
@@ -173,21 +173,7 @@ function generator(seed: number, era: Era, transport: Transport) {
       : {};
   let next = 0;
   // Ids of every shape a client may send, each used once in a run (one answer per id).
-  const shapes: Array<string | number> = [
-    '',
-    0,
-    '0',
-    ' ',
-    '\u0000',
-    'null',
-    '\ud800',
-    '🏴',
-    -0.5,
-    Number.MAX_SAFE_INTEGER,
-    -Number.MAX_SAFE_INTEGER,
-    '1',
-    '"',
-  ];
+  const shapes = [...ID_SHAPES];
   return (): Case => {
     const n = next++;
     const base = requests();
@@ -206,7 +192,7 @@ function generator(seed: number, era: Era, transport: Transport) {
         case 0: // an id of another kind (unique when readable)
           message.id = pick([
             `s-${n}`,
-            -(n + 1),
+            -(n + 2), // not -1: an id of ID_SHAPES
             1.5 + n,
             1e300,
             2 ** 53 + n,

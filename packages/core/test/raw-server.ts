@@ -6,6 +6,33 @@ import { eventually, initializeRequest } from '@gatehouse/testkit';
 
 const demoServer = fileURLToPath(new URL('./fixtures/demo-server.ts', import.meta.url));
 
+/**
+ * Request ids of every shape a client may send: the falsy ones ('' and 0), strings that look like
+ * other things, hidden and lone-surrogate characters, the integer limits (fuzz.test.ts and
+ * sessions.test.ts).
+ */
+export const ID_SHAPES: ReadonlyArray<string | number> = [
+  '',
+  0,
+  '0',
+  ' ',
+  '\u0000',
+  'null',
+  '\ud800',
+  '🏴\u{e0067}\u{e007f}',
+  '"',
+  '\n',
+  -1,
+  Number.MAX_SAFE_INTEGER,
+  -Number.MAX_SAFE_INTEGER,
+  2 ** 31,
+  '1',
+  'é',
+  'x'.repeat(1000),
+  '{}',
+  'id',
+];
+
 /** Runs the demo server with raw pipes: we see every byte it writes. */
 export function rawServer(env: Record<string, string> = {}) {
   const child = spawn(process.execPath, [demoServer], { env, stdio: ['pipe', 'pipe', 'pipe'] });

@@ -17,7 +17,7 @@
 import { fileURLToPath } from 'node:url';
 import { eventually, spawnServer } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
-import { rawServer } from './raw-server.ts';
+import { ID_SHAPES, rawServer } from './raw-server.ts';
 
 type Era = 'legacy' | 'modern';
 type Id = string | number;
@@ -29,27 +29,7 @@ const MODERN_META = {
 };
 
 /** Ids of every shape, at least as many as methods (each session uses each once). */
-const SHAPES: readonly Id[] = [
-  '',
-  0,
-  '0',
-  ' ',
-  '\u0000',
-  'null',
-  '\ud800',
-  '🏴\u{e0067}\u{e007f}',
-  '"',
-  '\n',
-  -1,
-  Number.MAX_SAFE_INTEGER,
-  -Number.MAX_SAFE_INTEGER,
-  2 ** 31,
-  '1',
-  'é',
-  'x'.repeat(1000),
-  '{}',
-  'id',
-];
+const SHAPES = ID_SHAPES;
 
 /** Every method a client may send, with params that would succeed where anything can. */
 const METHODS: ReadonlyArray<{ method: string; params?: Record<string, unknown> }> = [

@@ -1,3 +1,7 @@
+import type { Client } from '@modelcontextprotocol/client';
+import { roadName, travel } from './roads.js';
+import type { Road } from './roads.js';
+
 /**
  * One hostile text for every road a vendor's content takes to the model, and the invariant its
  * answers must hold: the visible words arrive, every character that hides text from a person or
@@ -108,4 +112,25 @@ export function unframed<T>(value: T): T {
     ) as T;
   }
   return value;
+}
+
+/**
+ * Takes every road in every view (a server with structured output off, one with it on) and
+ * collects what {@link answerProblems} finds, named by view and road; `arrived` counts the
+ * answers the hostile text reached (an oracle that saw nothing proves nothing).
+ */
+export async function sweepRoads(
+  views: ReadonlyArray<readonly [string, { readonly client: Client }]>,
+  roads: readonly Road[],
+): Promise<{ problems: string[]; arrived: number }> {
+  const problems: string[] = [];
+  let arrived = 0;
+  for (const [view, { client }] of views) {
+    for (const road of roads) {
+      const answer = await travel(client, road);
+      if (answer.text.includes(HOSTILE_MARKER)) arrived++;
+      problems.push(...answerProblems(answer.raw).map((p) => `${view} ${roadName(road)} ${p}`));
+    }
+  }
+  return { problems, arrived };
 }

@@ -31,6 +31,7 @@ export {
   answerProblems,
   answerStrings,
   hostileProblems,
+  sweepRoads,
   unframed,
 } from './hostile.js';
 export type { MemoryAudit } from './audit.js';

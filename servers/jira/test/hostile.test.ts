@@ -1,4 +1,4 @@
-import { HOSTILE_MARKER, HOSTILE_TEXT, answerProblems, roadName, travel } from '@gatehouse/testkit';
+import { HOSTILE_MARKER, HOSTILE_TEXT, sweepRoads } from '@gatehouse/testkit';
 import type { Road } from '@gatehouse/testkit';
 import type { JiraFake } from '@gatehouse/testkit/jira';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -91,15 +91,7 @@ afterAll(async () => {
 
 describe('every answer of every road, in both views', () => {
   it('holds no hiding character and no Jira text outside a frame', async () => {
-    const problems: string[] = [];
-    let arrived = 0;
-    for (const [view, h] of views) {
-      for (const road of ROADS) {
-        const answer = await travel(h.client, road);
-        if (answer.text.includes(HOSTILE_MARKER)) arrived++;
-        problems.push(...answerProblems(answer.raw).map((p) => `${view} ${roadName(road)} ${p}`));
-      }
-    }
+    const { problems, arrived } = await sweepRoads(views, ROADS);
     expect(problems).toEqual([]);
     // The hostile text reached the model on many roads: the oracle had something to look at.
     expect(arrived).toBeGreaterThan(ROADS.length / 2);

@@ -1,4 +1,4 @@
-import { HOSTILE_MARKER, HOSTILE_TEXT, answerProblems, roadName, travel } from '@gatehouse/testkit';
+import { HOSTILE_TEXT, answerProblems, sweepRoads } from '@gatehouse/testkit';
 import type { Road } from '@gatehouse/testkit';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -84,14 +84,8 @@ afterAll(async () => {
 
 describe('every answer of every road, in both views', () => {
   it('holds no hiding character and no Slack text outside a frame', async () => {
-    const problems: string[] = [];
-    let arrived = 0;
+    const { problems, arrived } = await sweepRoads(views, ROADS);
     for (const [view, h] of views) {
-      for (const road of ROADS) {
-        const answer = await travel(h.client, road);
-        if (answer.text.includes(HOSTILE_MARKER)) arrived++;
-        problems.push(...answerProblems(answer.raw).map((p) => `${view} ${roadName(road)} ${p}`));
-      }
       const completed = await h.client.complete({
         ref: { type: 'ref/prompt', name: 'slack_summarise' },
         argument: { name: 'channel', value: '' },
