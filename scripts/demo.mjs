@@ -5,11 +5,27 @@
 // process), reaches the demo's own handler, which stops what it started and removes what it wrote.
 // GATEHOUSE_DEMO_BUILD=0 skips the build (the tests run the built tree so).
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
+
+// The Node check comes first: an old Node should hear so at once, not after a build. The built
+// check (@gatehouse/audit/node-check) does not exist yet on a fresh clone, so the oldest
+// supported version is read where it is declared, the root package's `engines`.
+const wanted = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')).engines.node;
+const [minMajor, minMinor = 0] = wanted
+  .replace(/^>=\s*/, '')
+  .split('.')
+  .map(Number);
+const [major, minor] = process.versions.node.split('.').map(Number);
+if (major < minMajor || (major === minMajor && minor < minMinor)) {
+  process.stderr.write(
+    `demo: Gatehouse needs Node.js ${minMajor}.${minMinor} or later (Node 24 LTS is recommended); this is Node.js ${process.versions.node}. Install a newer Node.js and run it again. Nothing was built.\n`,
+  );
+  process.exit(1);
+}
 
 if (process.env.GATEHOUSE_DEMO_BUILD !== '0') {
   process.stderr.write(

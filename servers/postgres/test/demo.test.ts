@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, readdirSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { eventually } from '@gatehouse/testkit';
+import { eventually, runOnOldNode } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
 
 // The README's "run it" command, end to end: an embedded PostgreSQL of its own, the seeded
@@ -41,6 +41,14 @@ function npmRunDemo(tmp: string, env: Record<string, string> = {}) {
 }
 
 describe('npm run demo', () => {
+  it('on a Node too old, says so at once — before building anything', () => {
+    const old = runOnOldNode(join(ROOT, 'scripts/demo.mjs'));
+    expect(old.status).toBe(1);
+    expect(old.stderr).toBe(
+      `demo: Gatehouse needs Node.js 22.19 or later (Node 24 LTS is recommended); this is Node.js ${old.version}. Install a newer Node.js and run it again. Nothing was built.\n`,
+    );
+  });
+
   it(
     'runs the scripted session on the built tree, as the API key’s principal',
     { timeout: 120_000 },
