@@ -3,7 +3,7 @@
 // unpacked bundle exactly as its manifest says — node, the entry point, the env made from the
 // user's answers — answering through a real MCP client over stdio.
 import { createHash } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectStdio, resultText } from '@gatehouse/testkit';
@@ -57,6 +57,8 @@ interface ServerJson {
 }
 
 const out = mkdtempSync(join(tmpdir(), 'bundles-'));
+/** What the README promises of a bundle's size ("under 1.2 MB"). */
+const MAX_BUNDLE_BYTES = 1_200_000;
 /** The manifest of a bundle the first test unpacked. */
 const manifestOf = (server: string) =>
   JSON.parse(readFileSync(join(out, server, 'manifest.json'), 'utf8')) as Manifest;
@@ -70,6 +72,7 @@ describe.each(serverNames())('the %s bundle', (server) => {
       }
     ).version;
     expect(file).toBe(join(out, `gatehouse-${server}-${version}.mcpb`));
+    expect(statSync(file).size).toBeLessThan(MAX_BUNDLE_BYTES);
     const info = await must(MCPB, ['info', file]);
     expect(info).toContain(`gatehouse-${server}`);
     const dir = join(out, server);
