@@ -385,6 +385,61 @@ function constantText(arg: unknown): string | undefined {
   return isNode(value?.sval) && typeof value.sval.sval === 'string' ? value.sval.sval : undefined;
 }
 
+/**
+ * What a function call names: the function, the object an object-naming function looks up from
+ * a value (a relation, a schema, a role, a text-search configuration), the type an
+ * input-validation function reads from text. Definition functions are refused here.
+ */
+function functionCall(
+  body: Node,
+  functions: QualifiedName[],
+  nameLookups: NameLookup[],
+  inputTypes: Array<{ via: string; text: string; value: unknown }>,
+): void {
+  const fn = qualified(names(body.funcname));
+  functions.push(fn);
+  const name = fn.name.toLowerCase();
+  const via = `${name}()`;
+  const args = (body.args as unknown[] | undefined) ?? [];
+  const object = args[objectArgument(name, args.length)];
+  if (DEFINITION_FUNCTIONS.test(name)) {
+    throw new SqlRefusedError(
+      'system_catalog',
+      `${via} gives an object's definition as text, and what it reads may lie outside the allowed schemas. Use postgres_describe_table, or query the object itself.`,
+    );
+  }
+  if (ROLE_NAME_FUNCTIONS.test(name)) {
+    nameLookups.push({ via, value: undefined, byOid: false, schema: false, role: true });
+  } else if (NAME_FUNCTIONS.test(name) && object !== undefined) {
+    nameLookups.push(constantLookup(via, object, SCHEMA_NAME_FUNCTIONS.test(name)));
+    // has_table_privilege(role, table, privilege): the role is looked up too.
+    if (/^has_\w+_privilege$/.test(name) && objectArgument(name, args.length) === 1) {
+      const role = args[0];
+      if (!(isNode(role) && isNode(role.SQLValueFunction))) {
+        nameLookups.push({
+          via,
+          value: undefined,
+          byOid: false,
+          schema: false,
+          role: true,
+        });
+      }
+    }
+  } else if (TEXT_SEARCH_FUNCTIONS.test(name) && args.length >= 2) {
+    // A configuration given as text; an expression is typed, a parameter is described.
+    if (constantText(args[0]) !== undefined) nameLookups.push(constantLookup(via, args[0], false));
+  } else if (INPUT_FUNCTIONS.test(name)) {
+    const typeText = constantText(args[1]);
+    if (typeText === undefined) {
+      throw new SqlRefusedError(
+        'name_lookup',
+        `${via} looks its type up by a name computed at run time; write the type name as a constant.`,
+      );
+    }
+    inputTypes.push({ via, text: typeText, value: args[0] });
+  }
+}
+
 interface Collected {
   readonly analysis: SqlAnalysis & {
     types: QualifiedName[];
@@ -410,7 +465,6 @@ function collect(
   const inputTypes: Array<{ via: string; text: string; value: unknown }> = [];
   const relations: QualifiedName[] = [];
   let parameterCount = 0;
-  const lookup = constantLookup;
 
   const visit = (value: unknown): void => {
     if (Array.isArray(value)) {
@@ -445,51 +499,9 @@ function collect(
       }
       const body = raw;
       switch (key) {
-        case 'FuncCall': {
-          const fn = qualified(names(body.funcname));
-          functions.push(fn);
-          const name = fn.name.toLowerCase();
-          const via = `${name}()`;
-          const args = (body.args as unknown[] | undefined) ?? [];
-          const object = args[objectArgument(name, args.length)];
-          if (DEFINITION_FUNCTIONS.test(name)) {
-            throw new SqlRefusedError(
-              'system_catalog',
-              `${via} gives an object's definition as text, and what it reads may lie outside the allowed schemas. Use postgres_describe_table, or query the object itself.`,
-            );
-          }
-          if (ROLE_NAME_FUNCTIONS.test(name)) {
-            nameLookups.push({ via, value: undefined, byOid: false, schema: false, role: true });
-          } else if (NAME_FUNCTIONS.test(name) && object !== undefined) {
-            nameLookups.push(lookup(via, object, SCHEMA_NAME_FUNCTIONS.test(name)));
-            // has_table_privilege(role, table, privilege): the role is looked up too.
-            if (/^has_\w+_privilege$/.test(name) && objectArgument(name, args.length) === 1) {
-              const role = args[0];
-              if (!(isNode(role) && isNode(role.SQLValueFunction))) {
-                nameLookups.push({
-                  via,
-                  value: undefined,
-                  byOid: false,
-                  schema: false,
-                  role: true,
-                });
-              }
-            }
-          } else if (TEXT_SEARCH_FUNCTIONS.test(name) && args.length >= 2) {
-            // A configuration given as text; an expression is typed, a parameter is described.
-            if (constantText(args[0]) !== undefined) nameLookups.push(lookup(via, args[0], false));
-          } else if (INPUT_FUNCTIONS.test(name)) {
-            const typeText = constantText(args[1]);
-            if (typeText === undefined) {
-              throw new SqlRefusedError(
-                'name_lookup',
-                `${via} looks its type up by a name computed at run time; write the type name as a constant.`,
-              );
-            }
-            inputTypes.push({ via, text: typeText, value: args[0] });
-          }
+        case 'FuncCall':
+          functionCall(body, functions, nameLookups, inputTypes);
           break;
-        }
         // A type name: a TypeName node, or one inlined under its field (a cast's typeName, a
         // column definition's).
         case 'TypeName':

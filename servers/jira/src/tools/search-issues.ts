@@ -1,4 +1,5 @@
 import { ToolError, defineTool } from '@gatehouse/core';
+import type { RequestContext } from '@gatehouse/core';
 import * as z from 'zod';
 import type { JiraDeps } from '../deps.js';
 import { JIRA_READ } from '../deps.js';
@@ -102,49 +103,7 @@ export function searchIssuesTool(deps: JiraDeps) {
     async handler(args, ctx) {
       const projects =
         args.project === undefined ? [...scope.names] : [allowedProject(scope, args.project)];
-      const where: string[] = [scopeClause(projects)];
-      if (args.status !== undefined) where.push(`status IN (${args.status.map(quote).join(', ')})`);
-      if (args.status_category !== undefined)
-        where.push(`statusCategory = ${quote(args.status_category)}`);
-      if (args.assignee !== undefined) {
-        const who = await personJql(jira, ctx, args.assignee, 'assignee', projects);
-        where.push(who === 'EMPTY' ? 'assignee IS EMPTY' : `assignee = ${who}`);
-      }
-      if (args.reporter !== undefined)
-        where.push(`reporter = ${await personJql(jira, ctx, args.reporter, 'reporter', projects)}`);
-      if (args.labels !== undefined) where.push(`labels IN (${args.labels.map(quote).join(', ')})`);
-      if (args.type !== undefined) where.push(`issuetype = ${quote(args.type)}`);
-      if (args.priority !== undefined)
-        where.push(`priority IN (${args.priority.map(quote).join(', ')})`);
-      if (args.updated_since !== undefined) where.push(`updated >= ${quote(args.updated_since)}`);
-      if (args.created_since !== undefined) where.push(`created >= ${quote(args.created_since)}`);
-      if (args.text !== undefined) where.push(`text ~ ${textTerms(args.text)}`);
-      let order =
-        args.order_by === undefined
-          ? ''
-          : ` ORDER BY ${ORDER[args.order_by]} ${args.direction === 'asc' ? 'ASC' : 'DESC'}`;
-      if (args.jql !== undefined) {
-        // Jira's parser, strict: the model's JQL as a tree, written back clause by clause.
-        const parsed = await jira.call(ctx, 'read', (api) =>
-          api.jql.parseJqlQueries({ validation: 'strict', queries: [args.jql!] }),
-        );
-        const query = parsed.queries[0];
-        if (
-          query === undefined ||
-          (query.errors ?? []).length > 0 ||
-          query.structure === undefined
-        ) {
-          throw new ToolError(
-            `Jira refused the JQL: ${(query?.errors ?? ['it could not be parsed']).join('; ')}`,
-            { code: 'invalid_jql' },
-          );
-        }
-        const structure = query.structure as ParsedQuery;
-        if (structure.where !== undefined)
-          where.push(`(${writeClause(structure.where, projects)})`);
-        if (order === '') order = writeOrderBy(structure.orderBy);
-      }
-      const jql = `${where.join(' AND ')}${order === '' ? ' ORDER BY updated DESC' : order}`;
+      const jql = await searchJql(deps, ctx, args, projects);
       const cursor = decodeCursor(args.cursor, jql);
       const page = await jira.call(ctx, 'read', (api) =>
         api.issueSearch.searchAndReconsileIssuesUsingJqlPost({
@@ -168,6 +127,74 @@ export function searchIssuesTool(deps: JiraDeps) {
       };
     },
   });
+}
+
+/** The filters of a search, as the tool takes them. */
+interface Filters {
+  readonly status?: readonly string[] | undefined;
+  readonly status_category?: string | undefined;
+  readonly assignee?: string | undefined;
+  readonly reporter?: string | undefined;
+  readonly labels?: readonly string[] | undefined;
+  readonly type?: string | undefined;
+  readonly priority?: readonly string[] | undefined;
+  readonly updated_since?: string | undefined;
+  readonly created_since?: string | undefined;
+  readonly text?: string | undefined;
+  readonly jql?: string | undefined;
+  readonly order_by?: keyof typeof ORDER | undefined;
+  readonly direction?: 'asc' | 'desc' | undefined;
+}
+
+/**
+ * The JQL of a search: the filters as clauses, confined to `projects`; the caller's own JQL
+ * parsed by Jira (strict) and written back clause by clause, never passed on as text.
+ */
+async function searchJql(
+  { jira }: JiraDeps,
+  ctx: RequestContext,
+  args: Filters,
+  projects: readonly string[],
+): Promise<string> {
+  const where: string[] = [scopeClause(projects)];
+  if (args.status !== undefined) where.push(`status IN (${args.status.map(quote).join(', ')})`);
+  if (args.status_category !== undefined)
+    where.push(`statusCategory = ${quote(args.status_category)}`);
+  if (args.assignee !== undefined) {
+    const who = await personJql(jira, ctx, args.assignee, 'assignee', projects);
+    where.push(who === 'EMPTY' ? 'assignee IS EMPTY' : `assignee = ${who}`);
+  }
+  if (args.reporter !== undefined)
+    where.push(`reporter = ${await personJql(jira, ctx, args.reporter, 'reporter', projects)}`);
+  if (args.labels !== undefined) where.push(`labels IN (${args.labels.map(quote).join(', ')})`);
+  if (args.type !== undefined) where.push(`issuetype = ${quote(args.type)}`);
+  if (args.priority !== undefined)
+    where.push(`priority IN (${args.priority.map(quote).join(', ')})`);
+  if (args.updated_since !== undefined) where.push(`updated >= ${quote(args.updated_since)}`);
+  if (args.created_since !== undefined) where.push(`created >= ${quote(args.created_since)}`);
+  if (args.text !== undefined) where.push(`text ~ ${textTerms(args.text)}`);
+  let order =
+    args.order_by === undefined
+      ? ''
+      : ` ORDER BY ${ORDER[args.order_by]} ${args.direction === 'asc' ? 'ASC' : 'DESC'}`;
+  const own = args.jql;
+  if (own !== undefined) {
+    // Jira's parser, strict: the model's JQL as a tree, written back clause by clause.
+    const parsed = await jira.call(ctx, 'read', (api) =>
+      api.jql.parseJqlQueries({ validation: 'strict', queries: [own] }),
+    );
+    const query = parsed.queries[0];
+    if (query === undefined || (query.errors ?? []).length > 0 || query.structure === undefined) {
+      throw new ToolError(
+        `Jira refused the JQL: ${(query?.errors ?? ['it could not be parsed']).join('; ')}`,
+        { code: 'invalid_jql' },
+      );
+    }
+    const structure = query.structure as ParsedQuery;
+    if (structure.where !== undefined) where.push(`(${writeClause(structure.where, projects)})`);
+    if (order === '') order = writeOrderBy(structure.orderBy);
+  }
+  return `${where.join(' AND ')}${order === '' ? ' ORDER BY updated DESC' : order}`;
 }
 
 /** A page token bound to its query: replayed with other filters, it is refused. */

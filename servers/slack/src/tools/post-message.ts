@@ -13,20 +13,17 @@ import { outgoingText } from '../outgoing.js';
 export const POST_EVENT = 'gatehouse_post';
 
 /**
- * `slack_post_message` (write): a message or a thread reply, to a channel the bot may post to.
- * Mentions escaped, outside links refused or defanged, unfurls off, posted once.
+ * The posts made in the dedupe window, for finding one after a lost answer or a repeated call:
+ * this process's own posts first, then the channel's (or thread's) history back to the window's
+ * start (`oldest`), page by page. With SLACK_HISTORY_LIMITED the look never waits for the history
+ * pacing and reads one page: a look it cannot finish throws, and the post goes ahead saying so
+ * (it never blocks a post).
  */
-export function postMessageTool(deps: SlackDeps) {
-  const { channels, slack, config } = deps;
+function earlierPosts({ slack, config }: SlackDeps) {
   /** Posts this process made in the dedupe window, by content key: found without a request. */
   const recent = new Map<string, { ts: string; at: number }>();
   const windowMs = config.SLACK_DEDUPE_WINDOW_MIN * 60_000;
-  /**
-   * A message with this key posted in the dedupe window, if any: this process's own posts first,
-   * then the channel's (or thread's) history back to the window's start (`oldest`), page by page.
-   * With SLACK_HISTORY_LIMITED the look never waits for the history pacing and reads one page: a
-   * look it cannot finish throws, and the post goes ahead saying so (it never blocks a post).
-   */
+  const remember = (key: string, ts: string) => recent.set(key, { ts, at: Date.now() });
   const find = async (
     bounds: CallBounds,
     channel: string,
@@ -75,6 +72,16 @@ export function postMessageTool(deps: SlackDeps) {
       { code: 'lookup_bounded' },
     );
   };
+  return { find, remember };
+}
+
+/**
+ * `slack_post_message` (write): a message or a thread reply, to a channel the bot may post to.
+ * Mentions escaped, outside links refused or defanged, unfurls off, posted once.
+ */
+export function postMessageTool(deps: SlackDeps) {
+  const { channels, slack, config } = deps;
+  const earlier = earlierPosts(deps);
   return defineTool({
     name: 'slack_post_message',
     title: 'Post a message',
@@ -143,10 +150,10 @@ export function postMessageTool(deps: SlackDeps) {
       }
       const outcome = await postOnce(
         ctx.signal,
-        () => find(ctx, channel.id, args.thread_ts, key),
+        () => earlier.find(ctx, channel.id, args.thread_ts, key),
         async () => {
           const posted = await slack.call(ctx, 'write', (c) => c.chat.postMessage(request));
-          recent.set(key, { ts: posted.ts ?? '', at: Date.now() });
+          earlier.remember(key, posted.ts ?? '');
           return { ts: posted.ts ?? '' };
         },
         { mapError: slackError, onLookupFailure: 'post' },
