@@ -82,16 +82,21 @@ async function listings(docs: ServerDocs, env: Readonly<Record<string, string>>)
  * docs; `upstream` starts what the server talks to (docs/adding-a-server.md).
  */
 export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerUpstream>): void {
-  const manifest = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as {
-    name: string;
-    gatehouse?: { deploy?: Json };
-  };
-
   it('what the model is told matches the reviewed snapshot (test/__toolsnaps__/surface.json)', async () => {
     await expect(await surfaceSnapshotOf(docs)).toMatchFileSnapshot(
       join(process.cwd(), 'test/__toolsnaps__/surface.json'),
     );
   });
+  inProcessContract(docs, upstream);
+  binaryContract(docs, upstream);
+}
+
+/** The server in process, through a real client: its listings, a call, its README, its deploy. */
+function inProcessContract(docs: ServerDocs, upstream: () => Promise<ServerUpstream>): void {
+  const manifest = JSON.parse(readFileSync(join(process.cwd(), 'package.json'), 'utf8')) as {
+    name: string;
+    gatehouse?: { deploy?: Json };
+  };
 
   describe(`the ${docs.id} server's contract`, () => {
     let up: ServerUpstream;
@@ -172,7 +177,10 @@ export function serverContract(docs: ServerDocs, upstream: () => Promise<ServerU
         expect(variables.has(name), `${name} is a variable of the schema`).toBe(true);
     });
   });
+}
 
+/** The built bin as clients start it: stdio, HTTP in both eras, conformance, refusals. */
+function binaryContract(docs: ServerDocs, upstream: () => Promise<ServerUpstream>): void {
   describe(`the built ${docs.id} binary (dist/index.js)`, () => {
     let up: ServerUpstream;
     const bin = join(process.cwd(), 'dist/index.js');
