@@ -2,6 +2,7 @@
 // the repo stays on TypeScript 6.0 (see docs/adr/0001-toolchain.md).
 import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
+import unicorn from 'eslint-plugin-unicorn';
 
 // Package boundaries (docs/architecture.md). Everywhere: a package is imported by its exports,
 // never by its files, and no relative path climbs into another package.
@@ -125,8 +126,23 @@ export default tseslint.config(
   { files: ['servers/*/src/**'], rules: restrict(serverSource) },
   // The core reads top to bottom: no function of it is longer than a screenful or two
   // (docs/adr/0017-start-in-steps.md), blank lines and comments counted.
+  // So does every package's and server's source (docs/adding-a-server.md).
   {
-    files: ['packages/core/src/**', 'packages/audit/src/**'],
+    files: ['packages/*/src/**', 'servers/*/src/**'],
+    ignores: ['packages/testkit/src/**'],
     rules: { 'max-lines-per-function': ['error', { max: 150 }] },
+  },
+  // A vendor fake is a world and its routes: no piece of it longer than two screenfuls. The
+  // GitHub and Jira fakes are still one closure each, being carved (issue 35); until then they
+  // are the two files this rule does not cover.
+  {
+    files: ['packages/testkit/src/**'],
+    ignores: ['packages/testkit/src/github-fake.ts', 'packages/testkit/src/jira-fake.ts'],
+    rules: { 'max-lines-per-function': ['error', { max: 300 }] },
+  },
+  // One spelling of file names, as the MCP SDK has: kebab-case (`audit-record.ts`).
+  {
+    plugins: { unicorn },
+    rules: { 'unicorn/filename-case': ['error', { case: 'kebabCase' }] },
   },
 );
