@@ -10,15 +10,6 @@ import { GitHubWorld, githubRoutes } from './github-world.js';
 import type { Caller, FakeRepo, GitHubFakeFailure, GitHubFakeOptions } from './github-world.js';
 
 export type { FakeResponse } from './http-fake.js';
-export type {
-  FakeComment,
-  FakeCredential,
-  FakeIssue,
-  FakeRepo,
-  GitHubFakeFailure,
-  GitHubFakeOptions,
-} from './github-world.js';
-export { parseSearchQuery } from './github-routes-search.js';
 
 /**
  * A loopback GitHub REST API for tests: the issues, comments, labels, milestones, search,

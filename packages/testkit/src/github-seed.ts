@@ -1,4 +1,4 @@
-import type { FakeIssue, FakeRepo } from './github-fake.js';
+import type { FakeIssue, FakeRepo } from './github-world.js';
 
 /**
  * A small, realistic GitHub world for tests and benchmarks: `acme/api` (public, busy),

@@ -1,13 +1,14 @@
 /** `@gatehouse/testkit/github`: a loopback GitHub REST API, its seed world, OpenAPI validation. */
-export { parseSearchQuery, startGitHubFake } from './github-fake.js';
+export { startGitHubFake } from './github-fake.js';
+export type { GitHubFake } from './github-fake.js';
+export { parseSearchQuery } from './github-routes-search.js';
 export type {
   FakeComment,
   FakeCredential,
   FakeIssue,
   FakeRepo,
-  GitHubFake,
   GitHubFakeFailure,
   GitHubFakeOptions,
-} from './github-fake.js';
+} from './github-world.js';
 export { validateGitHubResponses } from './github-openapi.js';
 export { githubSeed } from './github-seed.js';

@@ -1,15 +1,16 @@
 /** `@gatehouse/testkit/jira`: a loopback Jira Cloud REST v3 with a real JQL subset, its seed site. */
-export { jiraSeed, startJiraFake } from './jira-fake.js';
+export { startJiraFake } from './jira-fake.js';
+export type { JiraFake } from './jira-fake.js';
+export { jiraSeed } from './jira-seed.js';
 export type {
   Adf,
   FakeJiraComment,
   FakeJiraIssue,
   FakeJiraProject,
   FakeJiraUser,
-  JiraFake,
   JiraFakeOptions,
   JiraWorld,
-} from './jira-fake.js';
+} from './jira-site.js';
 export { validateAdf } from './jira-adf.js';
 export { JqlError, jqlInstant, matches, parseJql } from './jira-jql.js';
 export type { JqlClause, JqlOperand, JqlQuery } from './jira-jql.js';
