@@ -2,7 +2,9 @@
 // Renders the deployment of every server under servers/ from what its package.json declares
 // (`gatehouse.deploy`: Compose port and profile, the upstream credential, example settings,
 // egress, extra Compose services), so a new server appears in Compose and Kustomize without an
-// edit outside its folder (docs/adding-a-server.md, ADR 0018). It writes, git-ignored:
+// edit outside its folder (docs/adding-a-server.md, ADR 0018). It writes — committed, so a clone
+// can `docker compose up` and a reader sees the manifests; the tests fail when they drift from
+// servers/* (run it after changing a declaration):
 //
 //   docker/compose.yaml                       the Compose stack
 //   docker/k8s/servers/<id>/kustomization.yaml one server: the template, named and configured
@@ -339,8 +341,8 @@ function example(servers) {
   };
 }
 
-/** Writes every generated file; returns their paths, relative to the repository. */
-export function render(servers = declarations()) {
+/** Every generated file: path (relative to the repository) → text. */
+export function renderedFiles(servers = declarations()) {
   const files = {
     'docker/compose.yaml': compose(servers),
     'docker/k8s/base/kustomization.yaml': base(servers),
@@ -348,13 +350,36 @@ export function render(servers = declarations()) {
       Object.entries(example(servers)).map(([f, t]) => [`docker/k8s/overlays/example/${f}`, t]),
     ),
   };
+  for (const s of servers)
+    files[`docker/k8s/servers/${s.id}/kustomization.yaml`] = kustomization(s);
+  return files;
+}
+
+/** The generated files that differ from the committed ones (or are missing, or left over). */
+export function drift(servers = declarations()) {
+  const files = renderedFiles(servers);
+  const stale = Object.entries(files)
+    .filter(([path, text]) => {
+      const file = join(ROOT, path);
+      return !existsSync(file) || readFileSync(file, 'utf8') !== text;
+    })
+    .map(([path]) => path);
+  const rendered = join(DOCKER, 'k8s/servers');
+  const ids = new Set(servers.map((s) => s.id));
+  const leftover = (existsSync(rendered) ? readdirSync(rendered) : [])
+    .filter((old) => !ids.has(old))
+    .map((old) => `docker/k8s/servers/${old}/`);
+  return [...stale, ...leftover];
+}
+
+/** Writes every generated file; returns their paths, relative to the repository. */
+export function render(servers = declarations()) {
+  const files = renderedFiles(servers);
   // A server whose folder is gone leaves no kustomization behind (the rest are rewritten).
   const ids = new Set(servers.map((s) => s.id));
   const rendered = join(DOCKER, 'k8s/servers');
   for (const old of existsSync(rendered) ? readdirSync(rendered) : [])
     if (!ids.has(old)) rmSync(join(rendered, old), { recursive: true, force: true });
-  for (const s of servers)
-    files[`docker/k8s/servers/${s.id}/kustomization.yaml`] = kustomization(s);
   for (const [path, text] of Object.entries(files)) {
     mkdirSync(dirname(join(ROOT, path)), { recursive: true });
     writeFileSync(join(ROOT, path), text);
