@@ -23,6 +23,10 @@ describe('a second writer of the same audit file', () => {
     const first = spawn(process.execPath, [WRITER, path, 'loop'], { stdio: 'ignore' });
     try {
       await expect.poll(() => existsSync(`${path}.lock`)).toBe(true);
+      // A whole record written before the kill (under load the kill could come first).
+      await expect
+        .poll(() => existsSync(path) && readFileSync(path, 'utf8').includes('\n'))
+        .toBe(true);
       expect(() => open(path)).toThrow(AuditFileBusyError);
       expect(() => open(path)).toThrow(
         new RegExp(
