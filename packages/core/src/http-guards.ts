@@ -66,16 +66,18 @@ export interface GuardedRequest {
 }
 
 /** How a guard refuses a request. `close`: the connection is not kept alive. */
-export interface Refusal {
+export interface HttpRefusal {
   readonly status: number;
   readonly body: unknown;
   readonly headers?: Record<string, string>;
   readonly close?: boolean;
 }
 
-export type Guard = (call: GuardedRequest) => Refusal | undefined | Promise<Refusal | undefined>;
+export type Guard = (
+  call: GuardedRequest,
+) => HttpRefusal | undefined | Promise<HttpRefusal | undefined>;
 
-export function answer(res: ServerResponse, refusal: Refusal): void {
+export function answer(res: ServerResponse, refusal: HttpRefusal): void {
   if (refusal.close === true) {
     res.shouldKeepAlive = false;
     sendJson(res, refusal.status, refusal.body, { connection: 'close', ...refusal.headers });

@@ -1,16 +1,20 @@
 /**
  * The pipeline of docs/architecture.md, wired: a server definition is prepared once, and every SDK `Server`
- * (a stdio connection, or one HTTP request) gets the handlers of `pipeline/`:
+ * (a stdio connection, or one HTTP request) gets the handlers of `pipeline/`. Every request that
+ * acts goes through one runner, `pipeline/runner.ts` — find → visible → audit-failure refusal →
+ * parse → targets → outgoing secrets → limits → confirm → run under the deadline → shape →
+ * finish — each method supplying an adapter:
  *
- *   tools.ts       tools/list, tools/call (policy → validation → limits → confirm → handler → result)
- *   resources.ts   resources/list, resources/templates/list, resources/read
- *   prompts.ts     prompts/list, prompts/get
- *   completion.ts  completion/complete
+ *   tools.ts       tools/list, and the tools/call adapter
+ *   resources.ts   resources/templates/list, and the resources/read and resources/list adapters
+ *   prompts.ts     prompts/list, and the prompts/get adapter
+ *   completion.ts  the completion/complete adapter
  *
  * shared by them: connection.ts (the caller, the handler context, the attempt and its one audit
  * record), audit-record.ts, failures.ts (failure → tool error | JSON-RPC error + audit outcome),
  * confirm.ts (write confirmation), results.ts (dry runs, budgets, structured results),
- * lifetime.ts (deadline, cancellation, drain) and prepare.ts (what is computed once).
+ * frame-structured.ts (untrusted strings framed in structured content), lifetime.ts (deadline,
+ * cancellation, drain) and prepare.ts (what is computed once).
  */
 import { sanitizeText } from './sanitize.js';
 import { Server } from '@modelcontextprotocol/server';
