@@ -12,7 +12,7 @@ import { forTerminal, jsonForTerminal } from './neutral.js';
 import { readLines } from './read.js';
 import { CALLS, ReportBuilder } from './report.js';
 import { loadPublicKeys, verifyLines } from './verify.js';
-import { readWitness } from './witness.js';
+import { readWitness } from './witness-check.js';
 import type { VerifyReport } from './verify.js';
 
 const USAGE = `gatehouse-audit — read, check and review Gatehouse audit logs

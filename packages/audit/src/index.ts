@@ -36,5 +36,5 @@ export { memoryAudit } from './memory.js';
 export type { MemoryAudit } from './memory.js';
 export { AuditLog, findChainEnd } from './writer.js';
 export type { AuditLogOptions, ChainPosition, CheckpointWitness } from './writer.js';
-export { readWitness } from './witness.js';
-export type { WitnessCopy, WitnessReport, WitnessedCheckpoint } from './witness.js';
+export { readWitness } from './witness-check.js';
+export type { WitnessCopy, WitnessReport, WitnessedCheckpoint } from './witness-check.js';

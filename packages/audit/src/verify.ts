@@ -4,8 +4,8 @@ import { readFileSync } from 'node:fs';
 import { checkpointPayload, keyIdOf, recordHash, verifyCheckpoint } from './chain.js';
 import type { Line } from './read.js';
 import type { AuditRecord } from './record.js';
-import { WitnessCheck } from './witness.js';
-import type { WitnessCopy, WitnessReport } from './witness.js';
+import { WitnessCheck } from './witness-check.js';
+import type { WitnessCopy, WitnessReport } from './witness-check.js';
 
 /** The kinds of damage `verify` tells apart. */
 export type DamageKind =

@@ -15,7 +15,7 @@ import type { Logger } from './logger.js';
 import type { Principal } from './principal.js';
 import { sanitizeText } from './sanitize.js';
 import { scrubSecrets } from './secrets.js';
-import { otlpWitness, syslogWitness } from './witness.js';
+import { otlpWitness, syslogWitness } from './witness-delivery.js';
 
 /**
  * The pipeline's side of the audit trail (docs/audit.md, ADR 0005): what a record says about a

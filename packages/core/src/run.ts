@@ -43,7 +43,7 @@ import { LineTransport } from './stdio.js';
 import { checkAtStart } from './startup.js';
 import { startTracing } from './tracing.js';
 import type { Metrics } from './metrics.js';
-import type { PipelineMetrics } from './pipeline/runtime.js';
+import type { PipelineMetrics } from './pipeline/runtime-type.js';
 import type { Readiness } from './startup.js';
 import type { Runtime } from './server.js';
 

@@ -27,5 +27,5 @@ export { createServerFactory } from './server.js';
 export type { Runtime } from './server.js';
 export { Metrics } from './metrics.js';
 export type { MetricsSources } from './metrics.js';
-export type { PipelineMetrics } from './pipeline/runtime.js';
+export type { PipelineMetrics } from './pipeline/runtime-type.js';
 export { enableTracing } from './tracing.js';

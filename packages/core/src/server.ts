@@ -26,7 +26,7 @@ import { prepareServer } from './pipeline/prepare.js';
 import type { PreparedServer } from './pipeline/prepare.js';
 import { registerPrompts } from './pipeline/prompts.js';
 import { registerResources } from './pipeline/resources.js';
-import type { Runtime } from './pipeline/runtime.js';
+import type { Runtime } from './pipeline/runtime-type.js';
 import { registerTools } from './pipeline/tools.js';
 
 export {
@@ -36,7 +36,7 @@ export {
   ShutdownError,
 } from './pipeline/lifetime.js';
 export { describeTools } from './pipeline/prepare.js';
-export type { Runtime } from './pipeline/runtime.js';
+export type { Runtime } from './pipeline/runtime-type.js';
 export { createScopeLookup } from './pipeline/scope-lookup.js';
 
 const DEFAULT_PAGE_SIZE = 100;

@@ -12,7 +12,7 @@ import type { BaseConfig } from './config.js';
 import type { ServerDefinition } from './define.js';
 import { createLogger } from './logger.js';
 import type { Logger } from './logger.js';
-import type { Runtime } from './pipeline/runtime.js';
+import type { Runtime } from './pipeline/runtime-type.js';
 import { createRuntime } from './run.js';
 import { createServerFactory } from './server.js';
 

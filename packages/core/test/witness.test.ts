@@ -1,4 +1,4 @@
-// Checkpoints leave the host as they are made (GATEHOUSE_AUDIT_WITNESS_*, witness.ts): a real
+// Checkpoints leave the host as they are made (GATEHOUSE_AUDIT_WITNESS_*, witness-delivery.ts): a real
 // rsyslog over TCP and an OTLP/HTTP logs receiver take each one, and `gatehouse-audit verify
 // --witness` holds the log to what they received. The attack the witness exists for is played
 // out: the host's log rewritten (and cut short) and every checkpoint re-signed with the key the

@@ -46,8 +46,8 @@ export type {
   RouteHandler,
 } from './http-fake.js';
 export { freePort, startRedis } from './redis.js';
-export { startOtlpReceiver, startRsyslog } from './witness.js';
-export type { TestWitness } from './witness.js';
+export { startOtlpReceiver, startRsyslog } from './witness-receivers.js';
+export type { TestWitness } from './witness-receivers.js';
 export { startTcpProxy } from './tcp-proxy.js';
 export type { TcpProxy } from './tcp-proxy.js';
 export type { TestRedis } from './redis.js';

@@ -22,7 +22,7 @@ import type { Action, RecordCaller, RecordOutcome, RecordSubject } from './audit
 import { Refusal, classifyFailure } from './failures.js';
 import type { Failure } from './failures.js';
 import type { PreparedServer, PreparedTool } from './prepare.js';
-import type { Runtime } from './runtime.js';
+import type { Runtime } from './runtime-type.js';
 
 export type StateCodec = ReturnType<typeof createRequestStateCodec>;
 

@@ -7,7 +7,7 @@ export { ambiguous, dedupeKey, postOnce } from './post-once.js';
 export type { PostOnceOptions, PostOutcome } from './post-once.js';
 export { Pacer, mayWait, retryAfterSeconds, sleep, waitingOutRateLimits } from './rate-limits.js';
 export type { RateLimitWaitOptions, ResetHeaders, WaitRule } from './rate-limits.js';
-export { checkCredential, startupBounds } from './startup.js';
+export { checkCredential, startupBounds } from './credential-check.js';
 export { TargetScope } from './target-scope.js';
 export type { TargetScopeOptions } from './target-scope.js';
 export {
