@@ -1,4 +1,4 @@
-// Benchmark: what the audit trail costs. Run with `npm run bench:audit` (builds first).
+// Benchmark: what the audit trail costs. Run with `npm run bench -- audit` (builds first).
 //   1. per call: the core pipeline with its audit trail vs the same pipeline with audit discarded
 //      (in memory, same run, interleaved) → ratio;
 //   2. records per second into each sink (hash chain + JSON line + synchronous write);

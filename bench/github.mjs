@@ -1,6 +1,6 @@
 // The GitHub server against @modelcontextprotocol/server-github@2025.4.8 (the reference, over
 // stdio), both pointed at the same loopback fake of the GitHub API (see bench/README.md).
-//   node bench/github.mjs   (after a build; `npm run bench:github` builds first)
+//   node bench/github.mjs   (after a build; `npm run bench -- github` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';

@@ -1,4 +1,4 @@
-// Benchmark: what the guard costs. Run with `npm run bench:guard` (builds first).
+// Benchmark: what the guard costs. Run with `npm run bench -- guard` (builds first).
 //   1. sanitiser throughput (MB/s) on a realistic mix of tool output, and on plain ASCII;
 //   2. per call: a read tool returning a 4 KB issue through the core with the full guard
 //      (scopes, allow-list, rate and concurrency limits, sanitiser, size budget) vs the same core

@@ -1,6 +1,6 @@
 // The Jira server against @aashari/mcp-server-atlassian-jira@3.3.0 (the reference, over stdio),
 // both pointed at the same loopback fake of Jira Cloud (see bench/README.md).
-//   node bench/jira.mjs   (after a build; `npm run bench:jira` builds first)
+//   node bench/jira.mjs   (after a build; `npm run bench -- jira` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';

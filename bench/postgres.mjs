@@ -1,6 +1,8 @@
+#!/usr/bin/env -S node --liftoff-only
 // The Postgres server against @modelcontextprotocol/server-postgres@0.6.2 (the reference, over
 // stdio) and against raw `pg`, in one run on one database (see bench/README.md).
-//   node bench/postgres.mjs   (after a build; `npm run bench:postgres` builds first)
+//   node bench/postgres.mjs   (after a build; `npm run bench -- postgres` builds first; the
+//   node flag on the first line as the bin has it, which bench/run.mjs passes on)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per query and server,
 // default 300), GATEHOUSE_TEST_PG_URL (an external server instead of an embedded one).
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';

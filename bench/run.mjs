@@ -5,10 +5,12 @@
 // README alone).
 //   npm run bench            the full run (the benchmarks' default sample counts)
 //   npm run bench -- --short  a quick run with fewer samples (what CI can afford)
+//   npm run bench -- github   one benchmark (bench/github.mjs), its own output; `-- all` every one
 // Rows no benchmark measures yet say so; a benchmark that fails fails the command.
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { shebangFlags } from '../scripts/client-config.mjs';
 import { quantile } from './stats.mjs';
 import { verdict } from './verdict.mjs';
 
@@ -24,16 +26,12 @@ const knobs = short
     }
   : {};
 
-const benches = [
-  ['core-overhead.mjs'],
-  ['postgres.mjs', '--liftoff-only'],
-  ['http.mjs'],
-  ['memory.mjs'],
-];
-for (const [file, ...flags] of benches) {
+/** Runs one benchmark file of this folder; a failure fails the command. */
+function bench(file, stdout = 'ignore') {
   process.stderr.write(`bench: ${file}${short ? ' (short)' : ''}…\n`);
-  const run = spawnSync(process.execPath, [...flags, here(`./${file}`)], {
-    stdio: ['ignore', 'ignore', 'inherit'],
+  // The node flags of the file's first line (`#!/usr/bin/env -S node --liftoff-only`), as a bin's.
+  const run = spawnSync(process.execPath, [...shebangFlags(here(`./${file}`)), here(`./${file}`)], {
+    stdio: ['ignore', stdout, 'inherit'],
     env: { ...process.env, ...knobs },
   });
   if (run.status !== 0) {
@@ -41,6 +39,29 @@ for (const [file, ...flags] of benches) {
     process.exit(1);
   }
 }
+
+// `npm run bench -- github slack` runs those benchmarks and prints what they print; `-- all`
+// runs every one: the core's five, and bench/<id>.mjs for every servers/<id> that has one — a
+// fifth server's benchmark is found by its folder's name, with no script to add anywhere.
+const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
+if (named.length > 0) {
+  const all = [
+    ...['core-overhead', 'http', 'memory', 'audit', 'guard'],
+    ...readdirSync(here('../servers')).filter((id) => existsSync(here(`./${id}.mjs`))),
+  ];
+  const chosen = named.includes('all') ? all : named;
+  const unknown = chosen.filter((n) => !all.includes(n));
+  if (unknown.length > 0) {
+    process.stderr.write(
+      `bench: no benchmark named ${unknown.join(', ')} (there are: ${all.join(', ')}, all)\n`,
+    );
+    process.exit(2);
+  }
+  for (const name of chosen) bench(`${name}.mjs`, 'inherit');
+  process.exit(0);
+}
+
+for (const file of ['core-overhead.mjs', 'postgres.mjs', 'http.mjs', 'memory.mjs']) bench(file);
 
 const results = (name) => JSON.parse(readFileSync(here(`./results/${name}.json`), 'utf8'));
 const ms = (n) => `${n < 10 ? n.toFixed(2) : n.toFixed(0)} ms`;

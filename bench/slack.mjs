@@ -1,6 +1,6 @@
 // The Slack server against @modelcontextprotocol/server-slack@2025.4.25 (the reference, over
 // stdio), both pointed at the same loopback fake of the Slack Web API (see bench/README.md).
-//   node bench/slack.mjs   (after a build; `npm run bench:slack` builds first)
+//   node bench/slack.mjs   (after a build; `npm run bench -- slack` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';

@@ -47,7 +47,7 @@ export function claudeDesktopConfigPath(env = process.env, os = platform(), home
 }
 
 /** The node flags a bin's shebang carries (`#!/usr/bin/env -S node --liftoff-only`). */
-function shebangFlags(binPath) {
+export function shebangFlags(binPath) {
   const first = readFileSync(binPath, 'utf8').split('\n', 1)[0];
   const match = /^#!\S*env\s+(?:-S\s+)?node\s*(.*)$/.exec(first);
   return match ? match[1].split(/\s+/).filter(Boolean) : [];

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { connectStdio, resultText } from '@gatehouse/testkit';
 import type { UpstreamModule } from '@gatehouse/testkit';
 import { describe, expect, it } from 'vitest';
-import { ROOT, must, serverNames } from './container.ts';
+import { ROOT, must, serverModule, serverNames } from './container.ts';
 
 const MCPB = join(ROOT, 'node_modules/.bin/mcpb');
 const { buildBundle } = (await import(join(ROOT, 'scripts/mcpb.mjs'))) as {
@@ -94,7 +94,7 @@ describe.each(serverNames())('the %s bundle', (server) => {
     expect(config.command).toBe('node');
     expect(config.args).toEqual(['${__dirname}/server/index.js']);
     // Every answer reaches the server, and every secret of the configuration is asked as one.
-    const { docs } = (await import(`@gatehouse/server-${server}`)) as {
+    const { docs } = (await serverModule(server)) as {
       docs: { schema: unknown; exampleEnv: Record<string, string> };
     };
     const { secretKeys } = (await import('@gatehouse/core/runtime')) as {
@@ -183,7 +183,7 @@ describe.each(serverNames())('the %s bundle', (server) => {
     expect(entry.remotes?.[0]?.url).toBe(`https://gatehouse.acme.example/${server}/mcp`);
     // Every variable the bundle asks for, secret exactly where the configuration says so, and not
     // one example value (a placeholder token, a sample host) written into the entry.
-    const { docs } = (await import(`@gatehouse/server-${server}`)) as {
+    const { docs } = (await serverModule(server)) as {
       docs: { schema: unknown; exampleEnv: Record<string, string> };
     };
     const { secretKeys } = (await import('@gatehouse/core/runtime')) as {

@@ -17,7 +17,7 @@ import {
 } from 'node:fs';
 import { createInterface } from 'node:readline';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 export const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 /** The host's unshare, by path: a container's environment (PATH=/usr/local/bin) has none. */
@@ -67,6 +67,16 @@ export function serverNames(): string[] {
   return readdirSync(join(ROOT, 'servers'))
     .filter((name) => existsSync(join(ROOT, 'servers', name, 'package.json')))
     .sort();
+}
+
+/**
+ * A server's built module (its package's `exports`, from servers/<id>/dist), by folder: the deploy
+ * package lists no server as a dependency, so a fifth one is found as the four are.
+ */
+export async function serverModule(id: string): Promise<unknown> {
+  const entry = join(ROOT, 'servers', id, 'dist/server.js');
+  if (!existsSync(entry)) throw new Error(`servers/${id} is not built: run \`npm run build\` first`);
+  return (await import(pathToFileURL(entry).href)) as unknown;
 }
 
 /** The base image the Dockerfile pins (its NODE_IMAGE default). */
