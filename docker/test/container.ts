@@ -75,7 +75,8 @@ export function serverNames(): string[] {
  */
 export async function serverModule(id: string): Promise<unknown> {
   const entry = join(ROOT, 'servers', id, 'dist/server.js');
-  if (!existsSync(entry)) throw new Error(`servers/${id} is not built: run \`npm run build\` first`);
+  if (!existsSync(entry))
+    throw new Error(`servers/${id} is not built: run \`npm run build\` first`);
   return (await import(pathToFileURL(entry).href)) as unknown;
 }
 
