@@ -46,7 +46,7 @@ function bench(file, stdout = 'ignore') {
 const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 if (named.length > 0) {
   const all = [
-    ...['core-overhead', 'http', 'memory', 'audit', 'guard'],
+    ...['core-overhead', 'http', 'memory', 'audit', 'guard', 'listing'],
     ...readdirSync(here('../servers')).filter((id) => existsSync(here(`./${id}.mjs`))),
   ];
   const chosen = named.includes('all') ? all : named;
@@ -61,7 +61,8 @@ if (named.length > 0) {
   process.exit(0);
 }
 
-for (const file of ['core-overhead.mjs', 'postgres.mjs', 'http.mjs', 'memory.mjs']) bench(file);
+for (const file of ['core-overhead.mjs', 'postgres.mjs', 'http.mjs', 'memory.mjs', 'listing.mjs'])
+  bench(file);
 
 const results = (name) => JSON.parse(readFileSync(here(`./results/${name}.json`), 'utf8'));
 const ms = (n) => `${n < 10 ? n.toFixed(2) : n.toFixed(0)} ms`;
@@ -151,30 +152,19 @@ for (const size of ['1 row', '1 000 rows']) {
   });
 }
 
-// tools/list as the model carries it, from the surface snapshots (the full contract): the
-// default listing (no output schemas: GATEHOUSE_STRUCTURED_OUTPUT is off) and the one with them.
-for (const server of readdirSync(here('../servers')).sort()) {
-  let surface;
-  try {
-    surface = JSON.parse(
-      readFileSync(here(`../servers/${server}/test/__toolsnaps__/surface.json`), 'utf8'),
-    );
-  } catch {
-    continue;
-  }
-  const listed = surface.tools.map(({ access: _access, ...tool }) => tool);
-  const withOutput = Buffer.byteLength(JSON.stringify(listed));
-  const bytes = Buffer.byteLength(
-    JSON.stringify(listed.map(({ outputSchema: _output, ...tool }) => tool)),
-  );
+// What every conversation carries before a call: tools/list (as listed by default, write tools
+// included) against the reference server of its kind listed in the same run (bench/listing.mjs).
+for (const { id, ours, peer, cited } of results('listing').rows) {
+  const against = cited ?? peer;
+  if (against === undefined) continue;
   rows.push({
-    what: `tools/list bytes per tool, ${server} (${surface.tools.length} tools, writes included)`,
-    ours: `${Math.round(bytes / surface.tools.length)} B`,
-    baseline: '',
-    ratio: '',
-    n: surface.tools.length,
-    spread: `${bytes} B in all; ${Math.round(withOutput / surface.tools.length)} B/tool with output schemas`,
-    target: '≤ 1 500 B',
+    what: `tools/list bytes, ${id} (${ours.tools} tools) vs ${against.name} (${against.tools} tools)`,
+    ours: `${ours.bytes} B`,
+    baseline: `${against.bytes} B`,
+    ratio: (ours.bytes / against.bytes).toFixed(2),
+    n: 1,
+    spread: `+ ${ours.instructions} B instructions; ${Math.round(ours.bytes / ours.tools)} B/tool vs ${Math.round(against.bytes / against.tools)}${cited && peer ? `; ${peer.name} ${peer.bytes} B (${peer.tools} tool${peer.tools === 1 ? '' : 's'})` : ''}`,
+    target: '≤ 1.0×',
   });
 }
 

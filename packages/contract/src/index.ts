@@ -19,7 +19,7 @@
 import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '@gatehouse/core';
+import { MAX_LISTED_TEXT, loadConfig } from '@gatehouse/core';
 import { describeConfig, surfaceSnapshot, surfaceSnapshotOf } from '@gatehouse/core/docs';
 import type { ServerDocs } from '@gatehouse/core/docs';
 import { checkAtStart } from '@gatehouse/core/runtime';
@@ -78,6 +78,70 @@ async function listings(docs: ServerDocs, env: Readonly<Record<string, string>>)
 }
 
 /**
+ * The example configuration with every number and list it leaves at its default set to another
+ * valid value: a page size, a row cap, a schema list (`public` → `public,gatehouse_varied`). A
+ * listing that prints one of them differs under it. Switches and choices stay: they decide which
+ * tools exist (writes, curated queries), and each such configuration has its own tests. A value
+ * the whole configuration refuses (a rule across keys) is left out, key by key.
+ */
+export function variedEnv(docs: ServerDocs): Record<string, string> {
+  const env: Record<string, string> = { ...docs.exampleEnv };
+  type Field = { safeParse(input: unknown): { success: boolean; data?: unknown } };
+  for (const [key, field] of Object.entries(docs.schema.shape) as [string, Field][]) {
+    if (key in env) continue;
+    const fallback = field.safeParse(undefined);
+    if (!fallback.success || fallback.data === undefined) continue;
+    const value: unknown = fallback.data;
+    const candidates =
+      typeof value === 'number'
+        ? [value + 1, value - 1, value * 2].map(String)
+        : Array.isArray(value) && value.length > 0
+          ? [[...(value as unknown[]), 'gatehouse_varied'].join(',')]
+          : [];
+    const other = candidates.find((c) => {
+      const parsed = field.safeParse(c);
+      return parsed.success && JSON.stringify(parsed.data) !== JSON.stringify(value);
+    });
+    if (other === undefined) continue;
+    try {
+      loadConfig(docs.schema, { ...env, [key]: other });
+      env[key] = other;
+    } catch {
+      // A cross-key rule refuses it: this key keeps its default.
+    }
+  }
+  return env;
+}
+
+/**
+ * The example configuration with every list setting (repositories, projects, schemas, masked
+ * columns…) as long as its schema allows, up to 300 entries made from its first one
+ * (`acme/api` → `acme/api1`, `acme/api2`, …): what a large deployment puts in the instructions.
+ */
+export function longListsEnv(docs: ServerDocs): Record<string, string> {
+  const env: Record<string, string> = { ...docs.exampleEnv };
+  type Field = { safeParse(input: unknown): { success: boolean; data?: unknown } };
+  for (const [key, field] of Object.entries(docs.schema.shape) as [string, Field][]) {
+    const current = field.safeParse(env[key]);
+    const list = current.success && Array.isArray(current.data) ? (current.data as unknown[]) : [];
+    const first = list[0];
+    if (typeof first !== 'string') continue;
+    for (const length of [300, 100, 30, 10]) {
+      const value = [...list, ...Array.from({ length }, (_, i) => `${first}${i + 1}`)].join(',');
+      if (!field.safeParse(value).success) continue;
+      try {
+        loadConfig(docs.schema, { ...env, [key]: value });
+        env[key] = value;
+        break;
+      } catch {
+        // A cross-key rule refuses it: try a shorter list.
+      }
+    }
+  }
+  return env;
+}
+
+/**
  * The contract suite of one server. `docs` is what its `src/server.ts` exports for the generated
  * docs; `upstream` starts what the server talks to (docs/adding-a-server.md).
  */
@@ -118,9 +182,42 @@ function inProcessContract(docs: ServerDocs, upstream: () => Promise<ServerUpstr
     });
 
     it('tells the model the same in every configuration (no setting in a listing)', async () => {
-      // The example configuration and the upstream's differ (other URLs, lists, credentials):
-      // what tools, resources and prompts say must not, so one snapshot covers every deployment.
-      expect(await listings(docs, env())).toEqual(await listings(docs, docs.exampleEnv));
+      // The example configuration, the upstream's (other URLs, lists, credentials) and one with
+      // every number and list changed: what tools, resources and prompts say must not differ, so
+      // one snapshot covers every deployment (ADR 0018).
+      const example = await listings(docs, docs.exampleEnv);
+      expect(await listings(docs, env())).toEqual(example);
+      const varied = variedEnv(docs);
+      expect(Object.keys(varied).length).toBeGreaterThan(Object.keys(docs.exampleEnv).length);
+      expect(await listings(docs, varied)).toEqual(example);
+    });
+
+    it('keeps every description and its instructions within 2 048 characters (clients cut longer ones silently)', async () => {
+      const texts: Array<[string, string]> = [];
+      const walk = (node: unknown, where: string): void => {
+        if (Array.isArray(node)) node.forEach((item, i) => walk(item, `${where}[${i}]`));
+        else if (node !== null && typeof node === 'object')
+          for (const [key, value] of Object.entries(node)) {
+            if ((key === 'description' || key === 'instructions') && typeof value === 'string')
+              texts.push([`${where}.${key}`, value]);
+            else walk(value, `${where}.${key}`);
+          }
+      };
+      walk(JSON.parse(await surfaceSnapshotOf(docs)), docs.id);
+      // The instructions of a large deployment: every configured list at its longest.
+      const longEnv = longListsEnv(docs);
+      expect(Object.entries(longEnv).some(([k, v]) => docs.exampleEnv[k] !== v)).toBe(true);
+      const long = docs.create(loadConfig(docs.schema, longEnv) as never, {
+        logger: captureLogger().logger,
+      });
+      try {
+        texts.push(['long lists: instructions', long.instructions ?? '']);
+      } finally {
+        await long.close?.();
+      }
+      expect(texts.some(([where]) => where.endsWith('.instructions'))).toBe(true);
+      const over = texts.filter(([, text]) => text.length > MAX_LISTED_TEXT);
+      expect(over.map(([where]) => where)).toEqual([]);
     });
 
     it(`names every tool ${docs.id}_…, with a title, annotations and an input schema that refuses unknown arguments`, async () => {

@@ -442,6 +442,31 @@ export function definePrompt<A extends Record<string, PromptArgument>>(
   return definition;
 }
 
+/**
+ * The most characters of a description or of a server's instructions a client shows whole: Claude
+ * Code cuts longer ones without a word. `defineServer` refuses longer instructions.
+ */
+export const MAX_LISTED_TEXT = 2_048;
+
+/**
+ * Names for a server's instructions or a description, bounded: `a, b, c` while they fit in `room`
+ * characters, else as many as fit and `and N more` — a configured list (repositories, projects,
+ * schemas, masked columns) of any length keeps the instructions within {@link MAX_LISTED_TEXT}.
+ */
+export function namesInWords(names: readonly string[], room = 300): string {
+  const all = names.join(', ');
+  if (all.length <= room) return all;
+  // The most names whose list and " and N more" fit; at least one.
+  let count = 1;
+  while (
+    count < names.length &&
+    names.slice(0, count + 1).join(', ').length + ` and ${names.length - count - 1} more`.length <=
+      room
+  )
+    count += 1;
+  return `${names.slice(0, count).join(', ')} and ${names.length - count} more`;
+}
+
 /** Declares a server; rejects duplicate tool, resource and prompt names. */
 export function defineServer(definition: ServerDefinition): ServerDefinition {
   const seen = new Set<string>();
@@ -454,6 +479,10 @@ export function defineServer(definition: ServerDefinition): ServerDefinition {
   for (const r of definition.resources ?? [])
     check('resource', r.kind === 'static' ? r.uri : r.uriTemplate);
   for (const p of definition.prompts ?? []) check('prompt', p.name);
+  if ((definition.instructions?.length ?? 0) > MAX_LISTED_TEXT)
+    throw new TypeError(
+      `Server ${definition.name}: its instructions are ${definition.instructions!.length} characters, over ${MAX_LISTED_TEXT} (clients cut them); name configured lists with namesInWords`,
+    );
   // A tool without a scope of its own needs the server's (`<service>:<access>`, from the server's
   // name): never one made from the tool's name, which may come from a file.
   const service = serviceOf(definition);

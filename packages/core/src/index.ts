@@ -22,11 +22,13 @@ export {
 } from './config.js';
 export type { BaseConfig, ConfigCheck, ConfigExtras, LoadConfigOptions } from './config.js';
 export {
+  MAX_LISTED_TEXT,
   READ_ONLY_ANNOTATIONS,
   definePrompt,
   defineResource,
   defineServer,
   defineTool,
+  namesInWords,
 } from './define.js';
 export type {
   Access,

@@ -491,6 +491,11 @@ describe('the listing drops schema keywords, never what a tool calls its argumen
               .default({ pattern: 'a*' })
               .describe('More options'),
             who: z.array(z.string().max(9).describe('A login')).optional().describe('People'),
+            since: z.string().max(10).nullable().optional().describe('A day, or null'),
+            when: z
+              .union([z.string(), z.object({ from: z.string() })])
+              .optional()
+              .describe('A day or a range'),
           }),
           handler: async ({ pattern }) => pattern,
         }),
@@ -505,6 +510,8 @@ describe('the listing drops schema keywords, never what a tool calls its argumen
       'description',
       'options',
       'who',
+      'since',
+      'when',
     ]);
     expect(schema.required).toEqual(expect.arrayContaining(['pattern']));
     expect(schema.properties.pattern).toEqual({ type: 'string', description: 'A glob' });
@@ -521,6 +528,20 @@ describe('the listing drops schema keywords, never what a tool calls its argumen
       items: { type: 'string' },
       description: 'People',
     });
+    // Alternatives that are bare types are one list of types; others stay alternatives.
+    expect(schema.properties.since).toEqual({
+      type: ['string', 'null'],
+      description: 'A day, or null',
+    });
+    expect(schema.properties.when.anyOf).toEqual([
+      { type: 'string' },
+      { type: 'object', properties: { from: { type: 'string' } }, required: ['from'] },
+    ]);
+    const nulled = await client.callTool({
+      name: 'kw_find',
+      arguments: { pattern: 'x*', since: null },
+    });
+    expect(nulled.isError).toBeFalsy();
     const result = await client.callTool({ name: 'kw_find', arguments: { pattern: 'x*' } });
     expect(result.isError).toBeFalsy();
   });

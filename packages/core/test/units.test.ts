@@ -3,9 +3,12 @@ import {
   ConfigError,
   UpstreamError,
   baseConfigSchema,
+  MAX_LISTED_TEXT,
   defineConfig,
+  defineServer,
   defineTool,
   loadConfig,
+  namesInWords,
   sanitizeText,
   secret,
   neutralizeMarkdown,
@@ -396,6 +399,31 @@ describe('defineTool', () => {
     // Described inside a wrapper counts: the model reads it in the input JSON schema.
     const wrapped = z.strictObject({ repo: z.string().describe('owner/repo').optional() });
     expect(defineTool({ ...base, access: 'read', input: wrapped }).name).toBe('x_tool');
+  });
+});
+
+describe('namesInWords', () => {
+  it('lists every name while they fit, else as many as fit and how many more', () => {
+    expect(namesInWords(['a/b', 'c/d'])).toBe('a/b, c/d');
+    const names = Array.from({ length: 500 }, (_, i) => `owner/repository-${i}`);
+    const words = namesInWords(names, 120);
+    expect(words.length).toBeLessThanOrEqual(120);
+    const shown = words.replace(/ and \d+ more$/, '').split(', ');
+    expect(shown).toEqual(names.slice(0, shown.length));
+    expect(words).toMatch(new RegExp(` and ${500 - shown.length} more$`));
+    // One more name would not have fitted.
+    expect(
+      `${names.slice(0, shown.length + 1).join(', ')} and ${498 - shown.length} more`.length,
+    ).toBeGreaterThan(120);
+    // A single name longer than the room is still named: never an empty list.
+    expect(namesInWords(['x'.repeat(50), 'y'], 10)).toBe(`${'x'.repeat(50)} and 1 more`);
+  });
+
+  it('is what keeps instructions within what clients show: defineServer refuses longer ones', () => {
+    const server = (instructions: string) => () =>
+      defineServer({ name: 'long', version: '1.0.0', instructions, tools: [] });
+    expect(server('x'.repeat(MAX_LISTED_TEXT))).not.toThrow();
+    expect(server('x'.repeat(MAX_LISTED_TEXT + 1))).toThrow(/2049 characters, over 2048/);
   });
 });
 

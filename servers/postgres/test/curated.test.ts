@@ -12,7 +12,8 @@ import { connectHttp, spawnServer } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import pg from 'pg';
 import { parse, stringify } from 'yaml';
-import { LISTING_BUDGET } from '../src/curated.ts';
+import { LISTING_BUDGET, curatedDescription } from '../src/curated.ts';
+import type { PostgresConfig } from '../src/config.ts';
 import { companyDatabase, connectPostgres, text } from './helpers.ts';
 import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
 
@@ -157,6 +158,15 @@ describe('the listing', () => {
       );
     for (const t of tools.slice(0, 6)) expect(size(t), t.name).toBeLessThanOrEqual(LISTING_BUDGET);
     expect(size(byName.get('postgres_query')!)).toBeLessThan(LISTING_BUDGET / 2);
+  });
+
+  it('keeps the longest description an entry may have, with the highest cap, within 2 048 characters', () => {
+    const longest = curatedDescription(
+      { description: 'x'.repeat(2_000) } as Parameters<typeof curatedDescription>[0],
+      { POSTGRES_MAX_ROWS: 100_000 } as PostgresConfig,
+    );
+    expect(longest).toContain('Up to 100000 rows');
+    expect(longest.length).toBeLessThanOrEqual(2_048);
   });
 });
 

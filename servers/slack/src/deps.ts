@@ -29,7 +29,7 @@ export const ChannelArg = z
   .trim()
   .min(2)
   .max(81)
-  .describe('The channel: its id (C0123ABCD) or #name — one of the channels this server allows.');
+  .describe('Channel id (C0123ABCD) or #name.');
 
 export const TsArg = z
   .string()
@@ -39,4 +39,4 @@ export const CursorArg = z
   .string()
   .max(500)
   .optional()
-  .describe('next_cursor of the previous page, to read older messages.');
+  .describe('next_cursor of the previous page.');

@@ -103,8 +103,13 @@ export class TargetScope {
     ];
   }
 
-  /** The scope in words, for errors, instructions and docs. */
+  /** The scope as a list: each name, and each parent as `parent/*`. */
+  list(): string[] {
+    return [...this.names, ...this.parents.map((p) => `${p}/*`)];
+  }
+
+  /** The scope in words, for errors and docs (instructions bound it with `namesInWords`). */
   describe(): string {
-    return [...this.names, ...this.parents.map((p) => `${p}/*`)].join(', ');
+    return this.list().join(', ');
   }
 }

@@ -33,7 +33,7 @@ export function createIssueTool(deps: JiraDeps) {
   return defineTool({
     name: 'jira_create_issue',
     title: 'Create an issue',
-    description: `Create an issue in one of this server's projects (jira://projects lists them). The description is Markdown (converted for Jira; images and non-web links are left out). Required fields and allowed values are checked before anything is sent (see the project's create-metadata resource). Repeating the same create returns the first issue instead of a second one. Preview with dry_run.`,
+    description: `Create an issue. The description is Markdown (images and non-web links are left out). Required fields and allowed values are checked before anything is sent (the project's createmeta resource lists them). Repeating the same create returns the first issue.`,
     access: 'write',
     annotations: JIRA_WRITE,
     auditArgs: 'redacted',
@@ -234,15 +234,18 @@ export function updateIssueTool(deps: JiraDeps) {
   return defineTool({
     name: 'jira_update_issue',
     title: 'Update an issue',
-    description:
-      'Change an issue of this server’s projects: summary, description (Markdown, replaces it), priority, labels (add or remove), assignee (a name, e-mail, "me" or "unassigned"). Only the fields given change. Preview with dry_run.',
+    description: 'Change an issue; only the fields given change.',
     access: 'write',
     annotations: { ...JIRA_WRITE, idempotentHint: true },
     auditArgs: 'redacted',
     input: z.strictObject({
       key: KeyArg,
       summary: z.string().trim().min(1).max(255).optional().describe('The new summary.'),
-      description: z.string().max(32_000).optional().describe('The new description, Markdown.'),
+      description: z
+        .string()
+        .max(32_000)
+        .optional()
+        .describe('Replaces the description (Markdown).'),
       priority: PriorityArg,
       add_labels: z
         .array(z.string().min(1).max(100).regex(/^\S+$/))
@@ -300,7 +303,7 @@ export function addCommentTool(deps: JiraDeps) {
     name: 'jira_add_comment',
     title: 'Comment on an issue',
     description:
-      'Add a Markdown comment to an issue of this server’s projects (images and non-web links are left out). Repeating the same comment returns the first one instead of posting twice. Preview with dry_run.',
+      'Add a Markdown comment (images and non-web links are left out). Repeating the same comment returns the first one.',
     access: 'write',
     annotations: JIRA_WRITE,
     auditArgs: 'redacted',
@@ -363,7 +366,7 @@ export function transitionIssueTool(deps: JiraDeps) {
     name: 'jira_transition_issue',
     title: 'Move an issue',
     description:
-      'Move an issue of this server’s projects through its workflow: give the transition’s name or the status it leads to (for example "Start progress" or "Done"), and a resolution when the transition asks for one. Moving it to the status it already has changes nothing. Preview with dry_run.',
+      'Move an issue through its workflow by the transition’s name or the status it leads to (e.g. "Done"), with a resolution when the transition asks for one. Moving it to the status it has changes nothing.',
     access: 'write',
     annotations: { ...JIRA_WRITE, idempotentHint: true },
     input: z.strictObject({

@@ -12,7 +12,7 @@ export function exploreSchemaPrompt(deps: PostgresDeps) {
     description: `Get oriented in a schema of the database: what the tables hold, how they relate, and which questions they can answer.`,
     arguments: {
       schema: {
-        description: `Schema to explore (${db.schemas.join(', ')}); default ${db.schemas[0]}.`,
+        description: 'Schema to explore; default: the first exposed one.',
         complete: (value) => db.schemas.filter((s) => s.startsWith(value)),
       },
     },

@@ -15,17 +15,18 @@ export function describeTableTool(deps: PostgresDeps) {
   return defineTool({
     name: 'postgres_describe_table',
     title: 'Describe a table',
-    description: `Describe one table or view of the database: columns with types, nullability, defaults and comments; primary key, unique constraints, foreign keys (both directions) and indexes. Masked columns are marked. Use it before writing a query against the table.`,
+    description:
+      'Columns (type, nullable, default, comment, masked), keys, foreign keys both ways and indexes of a table or view.',
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
-      table: z.string().min(1).max(63).describe('Table or view name, exactly as listed.'),
+      table: z.string().min(1).max(63).describe('Name as listed.'),
       schema: z
         .string()
         .min(1)
         .max(63)
         .optional()
-        .describe(`Its schema; default: the first of ${db.schemas.join(', ')} that has it.`),
+        .describe('Default: the first exposed schema that has it.'),
     }),
     output: TableDescriptionSchema,
     target: (args) =>

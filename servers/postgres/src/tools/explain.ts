@@ -10,23 +10,15 @@ export function explainTool(deps: PostgresDeps) {
   return defineTool({
     name: 'postgres_explain',
     title: 'Explain a query plan',
-    description: `Show PostgreSQL's execution plan for one SELECT on the database (EXPLAIN, as JSON and as text) to find why a query is slow: sequential scans, missing indexes, bad row estimates, expensive sorts and joins. The query is planned, not run; where the server allows it (POSTGRES_ALLOW_EXPLAIN_ANALYZE), analyze: true also runs it (read-only, under the statement timeout) and the plan shows actual times and rows. A query that reads a masked column is explained without the planner's estimates (rows, widths, costs), which come from the masked values; one that filters, joins or sorts on it is refused, like in postgres_query.`,
+    description:
+      'The plan of one SELECT, to see why it is slow; run only with analyze. No estimates when it reads a masked column.',
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
-      sql: z.string().min(1).max(100_000).describe('The SELECT to explain, without EXPLAIN.'),
-      params: z
-        .array(QueryParamSchema)
-        .max(100)
-        .optional()
-        .describe('Values for $1, $2, … in the SQL, in order.'),
-      analyze: z
-        .boolean()
-        .optional()
-        .describe(
-          'Also run the query and report actual times and row counts (default false; refused unless the server allows it).',
-        ),
-      verbose: z.boolean().optional().describe('Include output columns and schema names.'),
+      sql: z.string().min(1).max(100_000).describe('The SELECT, without EXPLAIN.'),
+      params: z.array(QueryParamSchema).max(100).optional().describe('Values of $1, $2, …'),
+      analyze: z.boolean().optional().describe('Run it for actual times, if allowed.'),
+      verbose: z.boolean().optional().describe('Name output columns and schemas.'),
     }),
     output: z.object({
       plan: z.unknown().describe('EXPLAIN (FORMAT JSON) output'),

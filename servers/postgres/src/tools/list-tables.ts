@@ -12,22 +12,17 @@ export function listTablesTool(deps: PostgresDeps) {
   return defineTool({
     name: 'postgres_list_tables',
     title: 'List tables and views',
-    description: `List the tables and views the database exposes to this server (in the schemas it is configured for), with kind, estimated row count, comment and whether they are readable. Use it first to find what to query; then postgres_describe_table for columns.`,
+    description: 'Tables and views exposed: kind, estimated rows, comment, readable. Start here.',
     access: 'read',
     annotations: READ_ONLY_ANNOTATIONS,
     input: z.strictObject({
-      schema: z
-        .string()
-        .min(1)
-        .max(63)
-        .optional()
-        .describe(`Only this schema (one of ${db.schemas.join(', ')}); default all of them.`),
+      schema: z.string().min(1).max(63).optional().describe('Only this schema.'),
       name_pattern: z
         .string()
         .min(1)
         .max(200)
         .optional()
-        .describe('Case-insensitive LIKE pattern on the name, e.g. order% or %customer%.'),
+        .describe('ILIKE pattern on the name, e.g. %order%.'),
     }),
     output: z.object({
       tables: z.array(TableSummarySchema),

@@ -24,7 +24,7 @@ export function listChannelsTool(deps: SlackDeps) {
     name: 'slack_list_channels',
     title: 'List channels',
     description:
-      'The Slack channels this server may read, with topic, purpose, member count, whether they are private, direct messages or shared with another organisation, whether the bot is a member (needed to read) and whether it may post there. Use the id or #name with the other tools.',
+      'The channels this server may read: topic, purpose, members, private, direct, shared externally, whether the bot is a member (needed to read) and may post.',
     access: 'read',
     annotations: SLACK_READ,
     input: z.strictObject({

@@ -86,7 +86,7 @@ export function postMessageTool(deps: SlackDeps) {
     name: 'slack_post_message',
     title: 'Post a message',
     description:
-      "Post a message (or a reply in a thread) to a channel the bot may post to. The text is sent as plain text: mentions such as @here or <@U…> arrive as text (unless the operator allowed them), links to hosts outside the operator's list are refused, link previews are off, and text that looks like a secret is refused. Preview with dry_run first. Repeating the same post within the dedupe window returns the first message instead of posting twice.",
+      "Post a message or thread reply, as plain text: mentions arrive as text unless allowed, links to hosts off the operator's list and text that looks like a secret are refused, previews are off. The same post repeated within the dedupe window returns the first.",
     access: 'write',
     annotations: {
       readOnlyHint: false,
