@@ -9,7 +9,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { connectInMemory, connectStdio, initializeRequest } from '@gatehouse/testkit';
 import { bundle } from '../scripts/bundle.mjs';
-import { BENCH_ENV, bareFactory, coreFactory } from './servers.mjs';
+import { BENCH_ENV, bareFactory, coreFactory, discardingAudit } from './servers.mjs';
 import { quantile } from './stats.mjs';
 
 const CALLS = Number(process.env.BENCH_CALLS ?? 3000);
@@ -90,18 +90,32 @@ console.log(
   `node ${process.version}; ${CALLS} calls per server and transport; ${COLD} cold starts each`,
 );
 
-report(
-  'tools/call no-op, in memory (legacy era)',
-  await compareCalls((name) =>
-    connectInMemory(name === 'bare' ? bareFactory() : coreFactory(), { era: 'legacy' }),
-  ),
-);
-report(
-  'tools/call no-op, in memory (modern era)',
-  await compareCalls((name) =>
-    connectInMemory(name === 'bare' ? bareFactory() : coreFactory(), { era: 'modern' }),
-  ),
-);
+// In memory, a server records every call before it answers (ADR 0014: only the bins, whose
+// answers leave the process, write a read's record after the answer). Beside the core as it
+// runs, the same core with an audit log that discards every record (`unrecorded`): the rows
+// below the two main ones split the core's cost into the pipeline and the record.
+const factories = {
+  bare: bareFactory,
+  core: () => coreFactory(),
+  unrecorded: () => coreFactory(discardingAudit()),
+};
+for (const era of ['legacy', 'modern']) {
+  const samples = await compareCalls(
+    (name) => connectInMemory(factories[name](), { era }),
+    ['bare', 'core', 'unrecorded'],
+  );
+  report(`tools/call no-op, in memory (${era} era)`, samples);
+  report(
+    `tools/call no-op, in memory (${era} era), every record discarded (floor)`,
+    { bare: samples.bare, core: samples.unrecorded },
+    `in memory (${era} era): the pipeline without its audit record (built, not sealed or written) vs the bare SDK`,
+  );
+  report(
+    `tools/call no-op, in memory (${era} era): the audit record (floor)`,
+    { bare: samples.unrecorded, core: samples.core },
+    `in memory (${era} era): the audit record — the core vs the same core discarding its records (sealing: canonical JSON, SHA-256 chain; the secret scrub; the write, before the answer)`,
+  );
+}
 report(
   'tools/call no-op, stdio child process',
   await compareCalls((name) =>

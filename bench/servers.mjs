@@ -31,6 +31,21 @@ export function devNullAudit() {
   });
 }
 
+/**
+ * An audit log that discards every record: the core still builds each one (the pipeline's own
+ * cost), nothing seals or writes it. For the floor rows of bench/core-overhead.mjs only.
+ */
+export function discardingAudit() {
+  return {
+    failures: new Map(),
+    append: () => undefined,
+    flush: () => undefined,
+    checkpoint: () => undefined,
+    close: () => undefined,
+    closeWitnesses: async () => undefined,
+  };
+}
+
 /** The core factory with a real logger and audit trail (hash-chained, to /dev/null). */
 export function coreFactory(audit = devNullAudit()) {
   const config = loadConfig(baseConfigSchema, BENCH_ENV);
