@@ -193,8 +193,8 @@ import { TargetScope, checkCredential, startupBounds } from '@gatehouse/core/saa
 import { ${Name} } from './client.js';
 import { ${Name}ConfigSchema } from './config.js';
 import type { ${Name}Config } from './config.js';
-import { summarisePrompt } from './prompts.js';
-import { projectsResource } from './resources.js';
+import { summarisePrompt } from './prompts/summarise-project.js';
+import { projectsResource } from './resources/projects.js';
 import { listItemsTool } from './tools/list-items.js';
 
 /** The server's MCP name and version. */
@@ -255,7 +255,7 @@ import { SERVICE, create${Name}Server } from './server.js';
 
 await runServer({ schema: ${Name}ConfigSchema, service: SERVICE, create: create${Name}Server });
 `,
-    'src/resources.ts': `import { defineResource } from '@gatehouse/core';
+    'src/resources/projects.ts': `import { defineResource } from '@gatehouse/core';
 import type { TargetScope } from '@gatehouse/core/saas';
 
 /** \`${id}://projects\`: the projects this server may use (the operator's allow-list). */
@@ -271,9 +271,9 @@ export function projectsResource(scope: TargetScope) {
   });
 }
 `,
-    'src/prompts.ts': `import { definePrompt } from '@gatehouse/core';
+    'src/prompts/summarise-project.ts': `import { definePrompt } from '@gatehouse/core';
 import type { TargetScope } from '@gatehouse/core/saas';
-import type { ${Name} } from './client.js';
+import type { ${Name} } from '../client.js';
 
 /** \`${id}_summarise_project\`: a project's latest items, embedded as third-party content. */
 export function summarisePrompt({ api, scope }: { api: ${Name}; scope: TargetScope }) {

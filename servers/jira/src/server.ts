@@ -8,17 +8,17 @@ import { JiraConfigSchema } from './config.js';
 import type { JiraConfig } from './config.js';
 import type { JiraDeps } from './deps.js';
 import { projectScope } from './format.js';
-import { jiraPrompts } from './prompts.js';
-import { jiraResources } from './resources.js';
+import { summarisePrompt } from './prompts/summarise.js';
+import { triageIssuePrompt } from './prompts/triage-issue.js';
+import { writeBugReportPrompt } from './prompts/write-bug-report.js';
+import { jiraResources } from './resources/project-resources.js';
 import { CreateJournal } from './journal.js';
 import { getIssueTool } from './tools/get-issue.js';
 import { searchIssuesTool } from './tools/search-issues.js';
-import {
-  addCommentTool,
-  createIssueTool,
-  transitionIssueTool,
-  updateIssueTool,
-} from './tools/write-tools.js';
+import { addCommentTool } from './tools/add-comment.js';
+import { createIssueTool } from './tools/create-issue.js';
+import { transitionIssueTool } from './tools/transition-issue.js';
+import { updateIssueTool } from './tools/update-issue.js';
 
 export const SERVICE = { name: 'gatehouse-jira', version: '0.1.0' } as const;
 
@@ -95,7 +95,7 @@ export function createJiraServer(
       transitionIssueTool(deps),
     ],
     resources: jiraResources(deps),
-    prompts: jiraPrompts(deps),
+    prompts: [triageIssuePrompt(deps), writeBugReportPrompt(deps), summarisePrompt(deps)],
     startup: { upstream: 'Jira', check: () => checkAccess(deps) },
   });
   return Object.assign(definition, { deps });

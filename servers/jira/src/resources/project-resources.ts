@@ -1,8 +1,8 @@
 import { defineResource } from '@gatehouse/core';
 import { framedStrings } from '@gatehouse/core/saas';
 import type { Completer, RequestContext } from '@gatehouse/core';
-import { createFieldsOf, issueTypesOf } from './createmeta.js';
-import type { JiraDeps } from './deps.js';
+import { createFieldsOf, issueTypesOf } from '../createmeta.js';
+import type { JiraDeps } from '../deps.js';
 
 /** Completes a project argument from the allow-list only. */
 export function projectCompleter(deps: JiraDeps): Completer {

@@ -1,6 +1,6 @@
 import { defineResource } from '@gatehouse/core';
 import type { Completer, RequestContext } from '@gatehouse/core';
-import type { SlackDeps } from './deps.js';
+import type { SlackDeps } from '../deps.js';
 
 /** Completes a channel argument (#name) from the readable channels only. */
 export function channelCompleter(deps: SlackDeps): Completer {
