@@ -13,8 +13,8 @@ import type { BoundParameter } from '@gatehouse/core';
 import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
 import type { PostgresConfig } from './config.js';
-import type { SqlService } from './service.js';
-import type { SqlAnalysis } from './sql-guard.js';
+import type { SqlService } from './sql/service.js';
+import type { SqlAnalysis } from './sql/guard.js';
 
 /** A tool's name: lower case, as the listing and the audit record show it. */
 const TOOL_NAME = /^[a-z][a-z0-9_]{2,63}$/;

@@ -1,7 +1,7 @@
 import { PolicyError } from '@gatehouse/core';
-import type { PostgresDatabase } from './client.js';
+import type { PostgresDatabase } from './sql/database.js';
 import type { PostgresConfig } from './config.js';
-import type { SqlService } from './service.js';
+import type { SqlService } from './sql/service.js';
 
 /** What the tools, resources and prompts share: built once per process by the factory. */
 export interface PostgresDeps {

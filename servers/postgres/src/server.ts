@@ -4,7 +4,7 @@ import type { Logger, ServerDefinition } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
 import { TargetScope } from '@gatehouse/core/saas';
 import { loadModule } from 'libpg-query';
-import { PostgresDatabase, PrivilegedRoleError, databaseName } from './client.js';
+import { PostgresDatabase, PrivilegedRoleError, databaseName } from './sql/database.js';
 import { PostgresConfigSchema } from './config.js';
 import type { PostgresConfig } from './config.js';
 import type { PostgresDeps } from './deps.js';
@@ -13,7 +13,7 @@ import { exploreSchemaPrompt } from './prompts/explore-schema.js';
 import { writeQueryPrompt } from './prompts/write-query.js';
 import { schemasResource } from './resources/schemas.js';
 import { tableSchemaResource } from './resources/table-schema.js';
-import { SqlService } from './service.js';
+import { SqlService } from './sql/service.js';
 import {
   CuratedFileSchema,
   checkCuratedCatalog,

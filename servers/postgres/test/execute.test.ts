@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { CappedRows, jsonBytes } from '../src/execute.ts';
+import { CappedRows, jsonBytes } from '../src/sql/execute.ts';
 
 // The byte cap is checked for every row without serialising it: the count must be exactly what
 // JSON.stringify writes, in UTF-8, or a result could pass the cap by a few bytes (or be cut early).

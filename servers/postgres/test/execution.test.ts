@@ -3,11 +3,11 @@ import { createLogger } from '@gatehouse/core/runtime';
 import pg from 'pg';
 import { eventually, startTcpProxy } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PostgresDatabase } from '../src/client.ts';
+import { PostgresDatabase } from '../src/sql/database.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
-import { CappedRows } from '../src/execute.ts';
-import { relationKey } from '../src/resolve.ts';
-import { SqlService } from '../src/service.ts';
+import { CappedRows } from '../src/sql/execute.ts';
+import { relationKey } from '../src/sql/resolve.ts';
+import { SqlService } from '../src/sql/service.ts';
 import { companyDatabase, connectPostgres, text } from './helpers.ts';
 import type { CompanyDatabase } from './helpers.ts';
 

@@ -7,7 +7,7 @@ import {
   text,
 } from './helpers.ts';
 import type { CompanyDatabase, PostgresHarness } from './helpers.ts';
-import { looksNamesUp } from '../src/sql-guard.ts';
+import { looksNamesUp } from '../src/sql/guard.ts';
 
 // The outside review's findings as named cases, through a real MCP client, a real PostgreSQL and
 // the answers' default (text) view: every road that renames or shadows a masked column, a

@@ -1,10 +1,10 @@
 import { parse } from 'libpg-query';
 import type { SelectStmt } from 'libpg-query';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { relationKey, resolveStatement, viewColumnsMasked } from '../src/resolve.ts';
-import type { RelationInfo, Resolution, ResolverCatalog } from '../src/resolve.ts';
-import { SqlRefusedError, analyzeSql } from '../src/sql-guard.ts';
-import { checkStatic } from '../src/sql-policy.ts';
+import { relationKey, resolveStatement, viewColumnsMasked } from '../src/sql/resolve.ts';
+import type { RelationInfo, Resolution, ResolverCatalog } from '../src/sql/resolve.ts';
+import { SqlRefusedError, analyzeSql } from '../src/sql/guard.ts';
+import { checkStatic } from '../src/sql/policy.ts';
 
 // Name resolution on its own, over a catalog held in memory: what each reference denotes, and
 // the masking, schema and catalog rules decided on that (the same rules run against a real

@@ -10,7 +10,7 @@ import { checkAtStart, createLogger } from '@gatehouse/core/runtime';
 import { spawnServer } from '@gatehouse/testkit';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { checkRole } from '../src/role-check.ts';
+import { checkRole } from '../src/sql/role-check.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
 import type { PostgresConfig } from '../src/config.ts';
 import { createPostgresServer } from '../src/server.ts';

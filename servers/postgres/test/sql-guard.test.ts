@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { SqlRefusedError, analyzeSql } from '../src/sql-guard.ts';
-import type { SqlRule } from '../src/sql-guard.ts';
-import { checkStatic } from '../src/sql-policy.ts';
+import { SqlRefusedError, analyzeSql } from '../src/sql/guard.ts';
+import type { SqlRule } from '../src/sql/guard.ts';
+import { checkStatic } from '../src/sql/policy.ts';
 
 // Layer 2 on its own: the parser and the static rules, with no database behind them. (What
 // needs the catalog — unqualified names, masking — is in resolve.test.ts.)

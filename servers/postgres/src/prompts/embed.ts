@@ -1,9 +1,9 @@
 import type { PromptMessage } from '@modelcontextprotocol/server';
 import type { PoolClient } from 'pg';
-import type { PostgresDatabase } from '../client.js';
-import type { SqlService } from '../service.js';
-import { describeTable, describeTableText, resolveTable } from '../introspect.js';
-import type { TableDescription } from '../introspect.js';
+import type { PostgresDatabase } from '../sql/database.js';
+import type { SqlService } from '../sql/service.js';
+import { describeTable, describeTableText, resolveTable } from '../sql/introspect.js';
+import type { TableDescription } from '../sql/introspect.js';
 
 /** Describes the named tables that exist in the allowed schemas, each once, in order. */
 export async function describeNamed(

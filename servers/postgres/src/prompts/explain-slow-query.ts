@@ -2,7 +2,7 @@ import { ToolError, definePrompt } from '@gatehouse/core';
 import type { PromptMessage } from '@modelcontextprotocol/server';
 import type { PostgresDeps } from '../deps.js';
 import { describeNamed, embeddedSchemas } from './embed.js';
-import { planText } from '../plan-text.js';
+import { planText } from '../sql/plan-text.js';
 
 /** Prompt: explain why a query is slow, with its plan and the tables it reads embedded. */
 export function explainSlowQueryPrompt(deps: PostgresDeps) {

@@ -1,7 +1,7 @@
 import { definePrompt } from '@gatehouse/core';
 import type { PostgresDeps } from '../deps.js';
 import { requireAllowedSchema } from '../deps.js';
-import { listTables } from '../introspect.js';
+import { listTables } from '../sql/introspect.js';
 
 /** Prompt: get oriented in a schema. */
 export function exploreSchemaPrompt(deps: PostgresDeps) {

@@ -1,7 +1,7 @@
 import { definePrompt } from '@gatehouse/core';
 import type { PromptMessage } from '@modelcontextprotocol/server';
 import type { PostgresDeps } from '../deps.js';
-import { listTables } from '../introspect.js';
+import { listTables } from '../sql/introspect.js';
 import { describeNamed, embeddedSchemas } from './embed.js';
 
 const MAX_TABLES = 6;

@@ -1,6 +1,6 @@
 import { defineResource } from '@gatehouse/core';
 import type { PostgresDeps } from '../deps.js';
-import { listTables } from '../introspect.js';
+import { listTables } from '../sql/introspect.js';
 
 /** `postgres://{database}/schemas`: the allowed schemas and what is in them. */
 export function schemasResource(deps: PostgresDeps) {

@@ -1,6 +1,6 @@
 import { defineResource } from '@gatehouse/core';
 import type { PostgresDeps } from '../deps.js';
-import { describeTable, listTables, resolveTable } from '../introspect.js';
+import { describeTable, listTables, resolveTable } from '../sql/introspect.js';
 
 const LIST_LIMIT = 1000;
 

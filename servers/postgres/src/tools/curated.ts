@@ -2,7 +2,7 @@ import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
 import { boundParameters, curatedDescription, inputSchema, statementValues } from '../curated.js';
 import type { CuratedQuery } from '../curated.js';
 import type { PostgresDeps } from '../deps.js';
-import type { QueryParam } from '../pipeline.js';
+import type { QueryParam } from '../sql/read-only-statement.js';
 import { QueryOutputSchema, queryAnswer } from './query.js';
 
 /**

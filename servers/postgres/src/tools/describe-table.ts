@@ -7,7 +7,7 @@ import {
   describeTable,
   describeTableText,
   resolveTable,
-} from '../introspect.js';
+} from '../sql/introspect.js';
 
 /** `postgres_describe_table`: columns, keys, relationships and indexes of one table. */
 export function describeTableTool(deps: PostgresDeps) {

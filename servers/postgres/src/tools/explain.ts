@@ -1,7 +1,7 @@
 import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
-import { planText } from '../plan-text.js';
+import { planText } from '../sql/plan-text.js';
 import { QueryParamSchema } from './query.js';
 
 /** `postgres_explain`: the planner's view of a SELECT, as JSON and text. */

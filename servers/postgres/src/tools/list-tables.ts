@@ -2,7 +2,7 @@ import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
 import { requireAllowedSchema } from '../deps.js';
-import { TableSummarySchema, listTables } from '../introspect.js';
+import { TableSummarySchema, listTables } from '../sql/introspect.js';
 
 const LIMIT = 1000;
 

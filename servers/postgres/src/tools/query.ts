@@ -2,7 +2,7 @@ import { READ_ONLY_ANNOTATIONS, defineTool } from '@gatehouse/core';
 import type { ToolContext } from '@gatehouse/core';
 import * as z from 'zod';
 import type { PostgresDeps } from '../deps.js';
-import type { QueryOutput } from '../execute.js';
+import type { QueryOutput } from '../sql/execute.js';
 
 export const QueryParamSchema = z.union([
   z.string().max(100_000),

@@ -1,8 +1,8 @@
 import { relationKey } from './resolve.js';
 import type { Resolution } from './resolve.js';
-import { SqlRefusedError, analyzeSql } from './sql-guard.js';
+import { SqlRefusedError, analyzeSql } from './guard.js';
 import { checkSizes } from './sizes.js';
-import type { NameLookup, QualifiedName, SqlAnalysis } from './sql-guard.js';
+import type { NameLookup, QualifiedName, SqlAnalysis } from './guard.js';
 
 export type { MaskedColumn } from './resolve.js';
 

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { FieldDef } from 'pg';
 import { MASKED } from './masking.js';
-import { SqlRefusedError } from './sql-guard.js';
+import { SqlRefusedError } from './guard.js';
 
 /** One result column. */
 export interface ResultColumn {

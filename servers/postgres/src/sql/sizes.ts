@@ -1,4 +1,4 @@
-import { SqlRefusedError } from './sql-guard.js';
+import { SqlRefusedError } from './guard.js';
 
 /**
  * Values a statement would make PostgreSQL build past what this server reads

@@ -1,21 +1,21 @@
 import { LRUCache } from 'lru-cache';
 import type { PoolClient, QueryConfig } from 'pg';
-import type { Catalog, CallBounds, MaskedSet, PostgresDatabase } from './client.js';
-import type { PostgresConfig } from './config.js';
+import type { Catalog, CallBounds, MaskedSet, PostgresDatabase } from './database.js';
+import type { PostgresConfig } from '../config.js';
 import { CappedRows, NO_MASK } from './execute.js';
 import type { MaskPlan, QueryOutput } from './execute.js';
-import { ParameterTypes } from './pipeline.js';
+import { ParameterTypes } from './read-only-statement.js';
 import { frameLimit } from './frame-guard.js';
 import { checkSizes } from './sizes.js';
-import type { QueryParam } from './pipeline.js';
+import type { QueryParam } from './read-only-statement.js';
 import { relationKey, resolveStatement, viewColumnsMasked } from './resolve.js';
 import type { ReadRelation, RelationInfo, Resolution, ResolverCatalog } from './resolve.js';
-import { SqlRefusedError, analyzeSql } from './sql-guard.js';
-import type { SqlAnalysis } from './sql-guard.js';
-import { checkCatalog, checkStatic, reachedBy } from './sql-policy.js';
-import type { Reached, SqlPolicyOptions } from './sql-policy.js';
+import { SqlRefusedError, analyzeSql } from './guard.js';
+import type { SqlAnalysis } from './guard.js';
+import { checkCatalog, checkStatic, reachedBy } from './policy.js';
+import type { Reached, SqlPolicyOptions } from './policy.js';
 
-export type { QueryParam } from './pipeline.js';
+export type { QueryParam } from './read-only-statement.js';
 
 /** How many rounds of catalog lookups resolution may ask for (views of views of views…). */
 const LOOKUP_ROUNDS = 8;

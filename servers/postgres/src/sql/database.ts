@@ -3,7 +3,7 @@ import type { Logger, ReadyResult } from '@gatehouse/core';
 import { LRUCache } from 'lru-cache';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
-import type { PostgresConfig } from './config.js';
+import type { PostgresConfig } from '../config.js';
 import type { CappedRows, QueryOutput } from './execute.js';
 import { parse } from 'libpg-query';
 import type { SelectStmt } from 'libpg-query';
@@ -13,10 +13,10 @@ import { relationKey } from './resolve.js';
 import type { MaskedColumn, RelationInfo } from './resolve.js';
 import { checkRole, describeFindings } from './role-check.js';
 import { frameLimit, guardFrames } from './frame-guard.js';
-import { ReadOnlyStatement, SESSION_CHECK } from './pipeline.js';
-import type { QueryParam } from './pipeline.js';
+import { ReadOnlyStatement, SESSION_CHECK } from './read-only-statement.js';
+import type { QueryParam } from './read-only-statement.js';
 import type { RoleReport } from './role-check.js';
-import type { CatalogLookup, Reached, ReachedFunction } from './sql-policy.js';
+import type { CatalogLookup, Reached, ReachedFunction } from './policy.js';
 import type { CallBounds } from '@gatehouse/core';
 
 /** What a call passes down to every request (the core's; ADR 0018). */

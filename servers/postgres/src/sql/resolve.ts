@@ -6,7 +6,7 @@ import type {
   SelectStmt,
   SubLink,
 } from 'libpg-query';
-import { SqlRefusedError } from './sql-guard.js';
+import { SqlRefusedError } from './guard.js';
 
 /**
  * Name resolution, as PostgreSQL's parse analysis does it (docs/adr/0015-resolution-not-names.md).
