@@ -513,8 +513,9 @@ describe('docker/render.mjs', () => {
         'test/upstream.ts',
         'test/contract.test.ts',
         'src/main.ts',
-        'src/resources.ts',
-        'src/prompts.ts',
+        'src/tools/list-items.ts',
+        'src/resources/projects.ts',
+        'src/prompts/summarise-project.ts',
         'README.md',
       ]),
     );
