@@ -6,7 +6,7 @@ import type { PostgresConfig } from '../config.js';
 import type { CappedRows, QueryOutput } from './execute.js';
 import { Catalogs } from './catalogs.js';
 import type { Catalog } from './catalogs.js';
-import { checkRole, describeFindings } from './role-check.js';
+import { PrivilegedRoleError, RoleGate, checkRole } from './role-check.js';
 import { frameLimit, guardFrames } from './frame-guard.js';
 import { ReadOnlyStatement, SESSION_CHECK } from './read-only-statement.js';
 import type { QueryParam } from './read-only-statement.js';
@@ -16,24 +16,6 @@ import type { CallBounds } from '@gatehouse/core';
 /** What a call passes down to every request (the core's; ADR 0018). */
 export type { CallBounds } from '@gatehouse/core';
 export type { Catalog, MaskedSet } from './catalogs.js';
-
-/** The state of the startup role check. */
-type Verification =
-  | { state: 'pending' }
-  | { state: 'passed'; report: RoleReport; overridden: boolean }
-  | { state: 'refused'; message: string };
-
-/** Why a role check refused, as thrown at startup (the process exits with code 2). */
-export class PrivilegedRoleError extends ToolError {
-  readonly report: RoleReport;
-  constructor(report: RoleReport) {
-    super(
-      `Refusing to serve: ${describeFindings(report)}. Connect as a read-only role (servers/postgres/README.md, "The read-only role"), or set POSTGRES_ALLOW_PRIVILEGED_ROLE=true to start anyway.`,
-      { code: 'privileged_role' },
-    );
-    this.report = report;
-  }
-}
 
 // Error codes of the network layer and of PostgreSQL (class 08, 53, 57P0x) that mean "the
 // database is not there right now", not "your query is wrong".
@@ -224,16 +206,14 @@ export class PostgresDatabase {
   private readonly logger: Logger;
   /** The catalog lookups and their caches (catalogs.ts). */
   readonly catalogs: Catalogs;
-  private verification: Verification = { state: 'pending' };
-  private verifying: Promise<void> | undefined;
+  /** The startup role check, as a gate every call passes (role-check.ts). */
+  private readonly roleGate: RoleGate;
   private readonly typeNames: TypeNames = new Map();
   private readonly beginPrefix: string;
   /** The allowed schemas as a set_config value, quoted where they need it. */
   private readonly searchPath: string;
   /** Span attributes of this database: system, host and port (never the credentials). */
   private readonly spanAttributes: Record<string, string | number>;
-
-  private overrideListener: ((report: RoleReport) => void) | undefined;
 
   constructor(
     config: PostgresConfig,
@@ -245,6 +225,7 @@ export class PostgresDatabase {
     this.logger = logger;
     this.schemas = schemas;
     this.catalogs = new Catalogs(config, options);
+    this.roleGate = new RoleGate(config.POSTGRES_ALLOW_PRIVILEGED_ROLE);
     this.database = databaseName(config.POSTGRES_URL);
     // Two spellings of the same list: SQL needs every name quoted (a schema may be called
     // "user"), a set_config value is split by PostgreSQL itself and shows as written.
@@ -288,15 +269,9 @@ export class PostgresDatabase {
     this.spanAttributes = spanAttributesOf(config.POSTGRES_URL);
   }
 
-  /**
-   * Calls `listener` when the role check passes only because of POSTGRES_ALLOW_PRIVILEGED_ROLE
-   * (now, if it already has, or later when the database first answers).
-   */
+  /** See {@link RoleGate.onOverride}. */
   onOverride(listener: (report: RoleReport) => void): void {
-    this.overrideListener = listener;
-    if (this.verification.state === 'passed' && this.verification.overridden) {
-      listener(this.verification.report);
-    }
+    this.roleGate.onOverride(listener);
   }
 
   /**
@@ -312,16 +287,10 @@ export class PostgresDatabase {
     try {
       const report = await checkRole(client);
       for (const warning of report.warnings) this.logger.warn({ role: report.role }, warning);
-      if (report.findings.length > 0 && !this.config.POSTGRES_ALLOW_PRIVILEGED_ROLE) {
-        const refusal = new PrivilegedRoleError(report);
-        this.verification = { state: 'refused', message: refusal.message };
-        throw refusal;
-      }
+      this.roleGate.judge(report);
       await this.loadTypeNames(client);
       await this.warnAboutSchemas(client);
-      const overridden = report.findings.length > 0;
-      this.verification = { state: 'passed', report, overridden };
-      if (overridden) this.overrideListener?.(report);
+      this.roleGate.pass(report);
       return report;
     } catch (error) {
       failed = !(error instanceof PrivilegedRoleError);
@@ -350,16 +319,7 @@ export class PostgresDatabase {
   }
 
   private async ensureVerified(): Promise<void> {
-    if (this.verification.state === 'passed') return;
-    if (this.verification.state === 'refused') {
-      throw new PolicyError('role_check', this.verification.message, { code: 'privileged_role' });
-    }
-    this.verifying ??= this.verify()
-      .then(() => undefined)
-      .finally(() => {
-        this.verifying = undefined;
-      });
-    await this.verifying;
+    await this.roleGate.passed(() => this.verify());
   }
 
   private async loadTypeNames(client: pg.ClientBase): Promise<void> {
@@ -630,14 +590,10 @@ export class PostgresDatabase {
     }
   }
 
-  private refused(): boolean {
-    return this.verification.state === 'refused';
-  }
-
   /** `/readyz`: the database answers (within 2 s) and the role check has not refused. */
   async ready(): Promise<ReadyResult> {
     const refused = { ready: false, detail: 'the PostgreSQL role can write; see the server log' };
-    if (this.refused()) return refused;
+    if (this.roleGate.refused) return refused;
     const probe = AbortSignal.timeout(2_000);
     try {
       await this.transaction({ signal: probe, deadline: Date.now() + 2_000 }, async (client) => {
@@ -646,7 +602,7 @@ export class PostgresDatabase {
       return { ready: true };
     } catch (error) {
       // The probe may have run the role check for the first time.
-      if (this.refused()) return refused;
+      if (this.roleGate.refused) return refused;
       this.logger.debug({ err: error }, 'readiness check failed');
       return { ready: false, detail: 'PostgreSQL is unreachable' };
     }

@@ -1,3 +1,4 @@
+import { PolicyError, ToolError } from '@gatehouse/core';
 import type { ClientBase } from 'pg';
 
 /**
@@ -245,4 +246,81 @@ export function describeFindings(report: RoleReport): string {
   });
   const more = report.findings.length > 12 ? `; and ${report.findings.length - 12} more` : '';
   return `role "${report.role}" on database "${report.database}" can change data: ${lines.join('; ')}${more}`;
+}
+
+/** Why a role check refused, as thrown at startup (the process exits with code 2). */
+export class PrivilegedRoleError extends ToolError {
+  readonly report: RoleReport;
+  constructor(report: RoleReport) {
+    super(
+      `Refusing to serve: ${describeFindings(report)}. Connect as a read-only role (servers/postgres/README.md, "The read-only role"), or set POSTGRES_ALLOW_PRIVILEGED_ROLE=true to start anyway.`,
+      { code: 'privileged_role' },
+    );
+    this.report = report;
+  }
+}
+
+/**
+ * The role check of one database as a gate: run at start (or, when the database was down then,
+ * before its first query), remembered once passed, and a refusal for good once it refused —
+ * every later call is refused by the `role_check` rule. `run` is the check on a connection of
+ * the database's (sql/database.ts supplies it); `afterPass` what else the first connection
+ * loads (type names, schema warnings).
+ */
+export class RoleGate {
+  #state:
+    | { state: 'pending' }
+    | { state: 'passed'; report: RoleReport; overridden: boolean }
+    | { state: 'refused'; message: string } = { state: 'pending' };
+  #running: Promise<void> | undefined;
+  #overrideListener: ((report: RoleReport) => void) | undefined;
+
+  constructor(private readonly allowPrivileged: boolean) {}
+
+  /** Whether the check refused the role. */
+  get refused(): boolean {
+    return this.#state.state === 'refused';
+  }
+
+  /**
+   * Calls `listener` when the check passes only because of POSTGRES_ALLOW_PRIVILEGED_ROLE (now,
+   * if it already has, or later when the database first answers).
+   */
+  onOverride(listener: (report: RoleReport) => void): void {
+    this.#overrideListener = listener;
+    if (this.#state.state === 'passed' && this.#state.overridden) listener(this.#state.report);
+  }
+
+  /**
+   * Refuses a report whose role can write when no override is set: throws
+   * {@link PrivilegedRoleError}, and the gate stays shut.
+   */
+  judge(report: RoleReport): void {
+    if (report.findings.length > 0 && !this.allowPrivileged) {
+      const refusal = new PrivilegedRoleError(report);
+      this.#state = { state: 'refused', message: refusal.message };
+      throw refusal;
+    }
+  }
+
+  /** Opens the gate for a report {@link judge} let through (once the first connection loaded). */
+  pass(report: RoleReport): void {
+    const overridden = report.findings.length > 0;
+    this.#state = { state: 'passed', report, overridden };
+    if (overridden) this.#overrideListener?.(report);
+  }
+
+  /** Resolves once the check has passed, running `verify` (once at a time) while pending. */
+  async passed(verify: () => Promise<unknown>): Promise<void> {
+    if (this.#state.state === 'passed') return;
+    if (this.#state.state === 'refused') {
+      throw new PolicyError('role_check', this.#state.message, { code: 'privileged_role' });
+    }
+    this.#running ??= verify()
+      .then(() => undefined)
+      .finally(() => {
+        this.#running = undefined;
+      });
+    await this.#running;
+  }
 }
