@@ -2,13 +2,16 @@
 // stdio), both pointed at the same loopback fake of the GitHub API (see bench/README.md).
 //   node bench/github.mjs   (after a build; `npm run bench -- github` builds first)
 // Knobs: BENCH_COLD (spawns per server, default 10), BENCH_CALLS (calls per tool, default 200).
-import { readFileSync } from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
-import { BENCH_ENV, bytesLine, compareOverStdio, reportComparison } from './servers.mjs';
+import {
+  BENCH_ENV,
+  bytesLine,
+  compareOverStdio,
+  referenceBin,
+  reportComparison,
+} from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 200);
@@ -16,13 +19,7 @@ const TOKEN =
   'github_pat_11BENCH0000000000000000000000000000000000000000000000000000000000000000000';
 const OURS = fileURLToPath(new URL('../servers/github/dist/index.js', import.meta.url));
 const REDIRECT = fileURLToPath(new URL('./github-redirect.mjs', import.meta.url));
-const referencePackage = createRequire(import.meta.url).resolve(
-  '@modelcontextprotocol/server-github/package.json',
-);
-const REFERENCE = join(
-  dirname(referencePackage),
-  JSON.parse(readFileSync(referencePackage, 'utf8')).bin['mcp-server-github'],
-);
+const REFERENCE = referenceBin('@modelcontextprotocol/server-github', 'mcp-server-github');
 
 const fake = await startGitHubFake({
   repos: githubSeed(),

@@ -1,22 +1,16 @@
 // What every conversation pays before the first call (issue 35): each server's tools/list and
 // instructions, in bytes as the client receives them, against the reference server of its kind
 // listed in the same run (spawned over stdio with placeholder credentials: listing needs none).
-//   node bench/listing.mjs   (`npm run bench` runs it; no build needed)
+//   node bench/listing.mjs   (after a build; `npm run bench` builds first and runs it)
 // Ours is read from the reviewed surface snapshots (servers/<id>/test/__toolsnaps__/surface.json,
 // the example configuration with write tools on), listed as by default: no output schemas
 // (GATEHOUSE_STRUCTURED_OUTPUT is off) and no `access`, which is the snapshot's own note.
-import { createRequire } from 'node:module';
 import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectStdio } from '@gatehouse/testkit';
+import { referenceBin } from './servers.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
-const bin = (name, command) => {
-  const manifest = createRequire(import.meta.url).resolve(`${name}/package.json`);
-  const { bin } = JSON.parse(readFileSync(manifest, 'utf8'));
-  return join(dirname(manifest), typeof bin === 'string' ? bin : bin[command]);
-};
 const PATH = process.env.PATH ?? '';
 
 /**
@@ -29,7 +23,7 @@ const PEERS = {
   postgres: {
     name: '@modelcontextprotocol/server-postgres@0.6.2',
     args: [
-      bin('@modelcontextprotocol/server-postgres', 'mcp-server-postgres'),
+      referenceBin('@modelcontextprotocol/server-postgres', 'mcp-server-postgres'),
       'postgresql://127.0.0.1:9/none',
     ],
     env: {},
@@ -37,12 +31,12 @@ const PEERS = {
   },
   github: {
     name: '@modelcontextprotocol/server-github@2025.4.8',
-    args: [bin('@modelcontextprotocol/server-github', 'mcp-server-github')],
+    args: [referenceBin('@modelcontextprotocol/server-github', 'mcp-server-github')],
     env: { GITHUB_PERSONAL_ACCESS_TOKEN: 'github_pat_placeholder' },
   },
   slack: {
     name: '@modelcontextprotocol/server-slack@2025.4.25',
-    args: [bin('@modelcontextprotocol/server-slack', 'mcp-server-slack')],
+    args: [referenceBin('@modelcontextprotocol/server-slack', 'mcp-server-slack')],
     env: { SLACK_BOT_TOKEN: 'xoxb-placeholder', SLACK_TEAM_ID: 'T0PLACEHOLD' },
   },
   jira: {

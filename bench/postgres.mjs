@@ -7,8 +7,7 @@
 // default 300), GATEHOUSE_TEST_PG_URL (an external server instead of an embedded one).
 import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { loadConfig } from '@gatehouse/core';
 import { createLogger } from '@gatehouse/core/runtime';
@@ -17,18 +16,12 @@ import { connectStdio } from '@gatehouse/testkit';
 import { startPostgres } from '@gatehouse/testkit/postgres';
 import pg from 'pg';
 import { seedCompany } from '../servers/postgres/demo/seed.mjs';
-import { BENCH_ENV, binFlags, median, p99 } from './servers.mjs';
+import { BENCH_ENV, binFlags, median, p99, referenceBin } from './servers.mjs';
 
 const COLD = Number(process.env.BENCH_COLD ?? 10);
 const CALLS = Number(process.env.BENCH_CALLS ?? 300);
 const OURS = fileURLToPath(new URL('../servers/postgres/dist/index.js', import.meta.url));
-const referencePackage = createRequire(import.meta.url).resolve(
-  '@modelcontextprotocol/server-postgres/package.json',
-);
-const REFERENCE = join(
-  dirname(referencePackage),
-  JSON.parse(readFileSync(referencePackage, 'utf8')).bin['mcp-server-postgres'],
-);
+const REFERENCE = referenceBin('@modelcontextprotocol/server-postgres', 'mcp-server-postgres');
 
 const ms = (n) => `${n.toFixed(2)} ms`;
 const now = () => performance.now();

@@ -8,6 +8,8 @@ import {
   scrubRecordText,
 } from '@gatehouse/core/runtime';
 import { mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { AuditLog, fdSink } from '@gatehouse/audit';
 import { coreDefinition } from './core-definition.mjs';
 import { median, p99 } from './stats.mjs';
@@ -44,6 +46,13 @@ export function discardingAudit() {
     close: () => undefined,
     closeWitnesses: async () => undefined,
   };
+}
+
+/** The bin `command` of an installed reference package (`bin` as a map, or the one bin). */
+export function referenceBin(name, command) {
+  const manifest = createRequire(import.meta.url).resolve(`${name}/package.json`);
+  const { bin } = JSON.parse(readFileSync(manifest, 'utf8'));
+  return join(dirname(manifest), typeof bin === 'string' ? bin : bin[command]);
 }
 
 /** The core factory with a real logger and audit trail (hash-chained, to /dev/null). */

@@ -77,40 +77,53 @@ async function listings(docs: ServerDocs, env: Readonly<Record<string, string>>)
   }
 }
 
+type Field = { safeParse(input: unknown): { success: boolean; data?: unknown } };
+
+/**
+ * The example configuration with `change` applied to each setting: `change` gets a setting's
+ * current value (the example's, else its default) and returns the values to try in order; the
+ * first that the setting and the whole configuration accept (rules across keys included) is
+ * kept, else the setting keeps its value.
+ */
+function changedEnv(
+  docs: ServerDocs,
+  change: (value: unknown, key: string, env: Readonly<Record<string, string>>) => string[],
+): Record<string, string> {
+  const env: Record<string, string> = { ...docs.exampleEnv };
+  for (const [key, field] of Object.entries(docs.schema.shape) as [string, Field][]) {
+    const current = field.safeParse(env[key]);
+    if (!current.success || current.data === undefined) continue;
+    for (const candidate of change(current.data, key, env)) {
+      const parsed = field.safeParse(candidate);
+      if (!parsed.success || JSON.stringify(parsed.data) === JSON.stringify(current.data)) continue;
+      try {
+        loadConfig(docs.schema, { ...env, [key]: candidate });
+        env[key] = candidate;
+        break;
+      } catch {
+        // A rule across keys refuses it: try the next.
+      }
+    }
+  }
+  return env;
+}
+
 /**
  * The example configuration with every number and list it leaves at its default set to another
  * valid value: a page size, a row cap, a schema list (`public` → `public,gatehouse_varied`). A
  * listing that prints one of them differs under it. Switches and choices stay: they decide which
- * tools exist (writes, curated queries), and each such configuration has its own tests. A value
- * the whole configuration refuses (a rule across keys) is left out, key by key.
+ * tools exist (writes, curated queries), and each such configuration has its own tests.
  */
 export function variedEnv(docs: ServerDocs): Record<string, string> {
-  const env: Record<string, string> = { ...docs.exampleEnv };
-  type Field = { safeParse(input: unknown): { success: boolean; data?: unknown } };
-  for (const [key, field] of Object.entries(docs.schema.shape) as [string, Field][]) {
-    if (key in env) continue;
-    const fallback = field.safeParse(undefined);
-    if (!fallback.success || fallback.data === undefined) continue;
-    const value: unknown = fallback.data;
-    const candidates =
-      typeof value === 'number'
+  return changedEnv(docs, (value, key, env) =>
+    key in env
+      ? []
+      : typeof value === 'number'
         ? [value + 1, value - 1, value * 2].map(String)
         : Array.isArray(value) && value.length > 0
           ? [[...(value as unknown[]), 'gatehouse_varied'].join(',')]
-          : [];
-    const other = candidates.find((c) => {
-      const parsed = field.safeParse(c);
-      return parsed.success && JSON.stringify(parsed.data) !== JSON.stringify(value);
-    });
-    if (other === undefined) continue;
-    try {
-      loadConfig(docs.schema, { ...env, [key]: other });
-      env[key] = other;
-    } catch {
-      // A cross-key rule refuses it: this key keeps its default.
-    }
-  }
-  return env;
+          : [],
+  );
 }
 
 /**
@@ -119,26 +132,14 @@ export function variedEnv(docs: ServerDocs): Record<string, string> {
  * (`acme/api` → `acme/api1`, `acme/api2`, …): what a large deployment puts in the instructions.
  */
 export function longListsEnv(docs: ServerDocs): Record<string, string> {
-  const env: Record<string, string> = { ...docs.exampleEnv };
-  type Field = { safeParse(input: unknown): { success: boolean; data?: unknown } };
-  for (const [key, field] of Object.entries(docs.schema.shape) as [string, Field][]) {
-    const current = field.safeParse(env[key]);
-    const list = current.success && Array.isArray(current.data) ? (current.data as unknown[]) : [];
+  return changedEnv(docs, (value) => {
+    const list = Array.isArray(value) ? (value as unknown[]) : [];
     const first = list[0];
-    if (typeof first !== 'string') continue;
-    for (const length of [300, 100, 30, 10]) {
-      const value = [...list, ...Array.from({ length }, (_, i) => `${first}${i + 1}`)].join(',');
-      if (!field.safeParse(value).success) continue;
-      try {
-        loadConfig(docs.schema, { ...env, [key]: value });
-        env[key] = value;
-        break;
-      } catch {
-        // A cross-key rule refuses it: try a shorter list.
-      }
-    }
-  }
-  return env;
+    if (typeof first !== 'string') return [];
+    return [300, 100, 30, 10].map((length) =>
+      [...list, ...Array.from({ length }, (_, i) => `${first}${i + 1}`)].join(','),
+    );
+  });
 }
 
 /**

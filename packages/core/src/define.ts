@@ -444,7 +444,8 @@ export function definePrompt<A extends Record<string, PromptArgument>>(
 
 /**
  * The most characters of a description or of a server's instructions a client shows whole: Claude
- * Code cuts longer ones without a word. `defineServer` refuses longer instructions.
+ * Code cuts longer ones without a word. `defineServer` refuses longer instructions and
+ * descriptions of tools, resources and prompts.
  */
 export const MAX_LISTED_TEXT = 2_048;
 
@@ -454,35 +455,37 @@ export const MAX_LISTED_TEXT = 2_048;
  * schemas, masked columns) of any length keeps the instructions within {@link MAX_LISTED_TEXT}.
  */
 export function namesInWords(names: readonly string[], room = 300): string {
-  const all = names.join(', ');
-  if (all.length <= room) return all;
-  // The most names whose list and " and N more" fit; at least one.
+  if (names.join(', ').length <= room) return names.join(', ');
+  // As many names as fit with " and N more" after them; at least one.
   let count = 1;
-  while (
-    count < names.length &&
-    names.slice(0, count + 1).join(', ').length + ` and ${names.length - count - 1} more`.length <=
-      room
-  )
+  let length = names[0]!.length;
+  for (const name of names.slice(1)) {
+    const next = length + 2 + name.length;
+    if (next + ` and ${names.length - count - 1} more`.length > room) break;
+    length = next;
     count += 1;
+  }
   return `${names.slice(0, count).join(', ')} and ${names.length - count} more`;
 }
 
 /** Declares a server; rejects duplicate tool, resource and prompt names. */
 export function defineServer(definition: ServerDefinition): ServerDefinition {
   const seen = new Set<string>();
-  const check = (kind: string, key: string): void => {
+  const check = (kind: string, key: string, description?: string): void => {
     const id = `${kind}:${key}`;
     if (seen.has(id)) throw new TypeError(`Server ${definition.name}: duplicate ${kind} "${key}"`);
     seen.add(id);
+    // What a client lists is shown whole only up to MAX_LISTED_TEXT; the rest is cut unseen.
+    if ((description?.length ?? 0) > MAX_LISTED_TEXT)
+      throw new TypeError(
+        `Server ${definition.name}: the ${kind === 'server' ? 'instructions are' : `description of ${kind} "${key}" is`} ${description!.length} characters, over ${MAX_LISTED_TEXT} (clients cut them)${kind === 'server' ? '; name configured lists with namesInWords' : ''}`,
+      );
   };
-  for (const t of definition.tools) check('tool', t.name);
+  check('server', definition.name, definition.instructions);
+  for (const t of definition.tools) check('tool', t.name, t.description);
   for (const r of definition.resources ?? [])
-    check('resource', r.kind === 'static' ? r.uri : r.uriTemplate);
-  for (const p of definition.prompts ?? []) check('prompt', p.name);
-  if ((definition.instructions?.length ?? 0) > MAX_LISTED_TEXT)
-    throw new TypeError(
-      `Server ${definition.name}: its instructions are ${definition.instructions!.length} characters, over ${MAX_LISTED_TEXT} (clients cut them); name configured lists with namesInWords`,
-    );
+    check('resource', r.kind === 'static' ? r.uri : r.uriTemplate, r.description);
+  for (const p of definition.prompts ?? []) check('prompt', p.name, p.description);
   // A tool without a scope of its own needs the server's (`<service>:<access>`, from the server's
   // name): never one made from the tool's name, which may come from a file.
   const service = serviceOf(definition);

@@ -4,6 +4,7 @@ import {
   UpstreamError,
   baseConfigSchema,
   MAX_LISTED_TEXT,
+  READ_ONLY_ANNOTATIONS,
   defineConfig,
   defineServer,
   defineTool,
@@ -419,11 +420,31 @@ describe('namesInWords', () => {
     expect(namesInWords(['x'.repeat(50), 'y'], 10)).toBe(`${'x'.repeat(50)} and 1 more`);
   });
 
-  it('is what keeps instructions within what clients show: defineServer refuses longer ones', () => {
+  it('is what keeps instructions within what clients show: defineServer refuses longer ones, and longer descriptions', () => {
     const server = (instructions: string) => () =>
       defineServer({ name: 'long', version: '1.0.0', instructions, tools: [] });
     expect(server('x'.repeat(MAX_LISTED_TEXT))).not.toThrow();
     expect(server('x'.repeat(MAX_LISTED_TEXT + 1))).toThrow(/2049 characters, over 2048/);
+    const tool = (description: string) => () =>
+      defineServer({
+        name: 'long',
+        version: '1.0.0',
+        tools: [
+          defineTool({
+            name: 'long_tool',
+            title: 'Long',
+            description,
+            access: 'read',
+            annotations: READ_ONLY_ANNOTATIONS,
+            input: z.strictObject({}),
+            handler: async () => 'ok',
+          }),
+        ],
+      });
+    expect(tool('x'.repeat(MAX_LISTED_TEXT))).not.toThrow();
+    expect(tool('x'.repeat(MAX_LISTED_TEXT + 1))).toThrow(
+      /description of tool "long_tool" is 2049 characters, over 2048/,
+    );
   });
 });
 

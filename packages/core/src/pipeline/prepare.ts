@@ -81,14 +81,17 @@ const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'defini
 /** Keywords whose value is data (or a list of names), copied as it is. */
 const DATA = new Set(['enum', 'const', 'default', 'examples', 'required']);
 
-/** The types of alternatives that each say nothing but `type` (one type), else undefined. */
+/**
+ * The types of alternatives that each say nothing but `type` (one type, none twice: JSON Schema
+ * wants a type list's items unique), else undefined.
+ */
 function bareTypes(alternatives: readonly unknown[]): string[] | undefined {
   const types: string[] = [];
   for (const alternative of alternatives) {
     if (alternative === null || typeof alternative !== 'object') return undefined;
-    const keys = Object.keys(alternative);
     const type = (alternative as { type?: unknown }).type;
-    if (keys.length !== 1 || typeof type !== 'string') return undefined;
+    if (Object.keys(alternative).length !== 1 || typeof type !== 'string') return undefined;
+    if (types.includes(type)) return undefined;
     types.push(type);
   }
   return types.length > 0 ? types : undefined;
@@ -102,8 +105,9 @@ function bareTypes(alternatives: readonly unknown[]): string[] | undefined {
  * writes 330 bytes for an ISO date), string and array lengths, the ±2^53 bounds zod puts on every
  * integer, and descriptions nested under an argument's own (its items, its alternatives); and
  * alternatives that are bare types (`anyOf: [{type: string}, {type: null}]`) become one list of
- * types (`type: [string, null]`), the same schema in half the bytes. The server validates every call with the full zod schema, so nothing it relies on is lost; a call
- * that breaks a rule gets an error naming it. Only schema keywords are dropped: an argument
+ * types (`type: [string, null]`), the same schema in half the bytes. The server validates every
+ * call with the full zod schema, so nothing it relies on is lost; a call that breaks a rule gets
+ * an error naming it. Only schema keywords are dropped: an argument
  * called `pattern` or `minLength`, or a default value with such a key, stays.
  */
 export function listedSchema(schema: Record<string, unknown>): Record<string, unknown> {
@@ -119,8 +123,7 @@ export function listedSchema(schema: Record<string, unknown>): Record<string, un
       if (key === 'minimum' && value === Number.MIN_SAFE_INTEGER) continue;
       if (key === 'description' && described) continue;
       if (key === 'additionalProperties' && value === false) continue;
-      // Alternatives that are bare types (`anyOf: [{type: string}, {type: null}]`) are one list of
-      // types, the same schema in half the bytes.
+      // Bare-type alternatives as one type list (above).
       if (key === 'anyOf' && Array.isArray(value) && !('type' in own)) {
         const types = bareTypes(value.map((v) => lean(v, inner)));
         if (types !== undefined) {

@@ -271,7 +271,7 @@ ORDER BY c.oid, a.attnum, m.source NULLS FIRST`;
  * (a role per caller would key them by role as well).
  */
 export class Catalogs {
-  readonly maskPatterns: readonly MaskPattern[];
+  private readonly maskPatterns: readonly MaskPattern[];
   /**
    * What each set of names a statement uses reaches in the catalog. Keyed by names taken from
    * the model's SQL, so bounded: least recently used entries go, and none outlives the TTL.
@@ -426,37 +426,42 @@ export class Catalogs {
    * them too, whatever the SQL (servers/postgres/README.md, "Masking and column privileges").
    */
   async maskingReport(
-    client: pg.ClientBase,
+    pool: pg.Pool,
   ): Promise<{ columns: number; readable: string[]; unmatched: string[] }> {
     if (this.maskPatterns.length === 0) return { columns: 0, readable: [], unmatched: [] };
-    const set = await this.resolveMasked(client);
-    // The first call uses what the start looked up (for the TTL, like any lookup).
-    if (this.config.POSTGRES_CATALOG_TTL_MS > 0) this.maskCache = { set, at: Date.now() };
-    const { columns } = set;
-    const readable = await client.query<{ i: number }>(
-      `SELECT t.i FROM unnest($1::oid[], $2::int2[]) WITH ORDINALITY t(oid, attnum, i)
-       WHERE pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')`,
-      [columns.map((c) => c.tableOid), columns.map((c) => c.attnum)],
-    );
-    // A pattern that matches no column masks nothing: a typo leaves the column in the clear.
-    const unmatched = this.config.POSTGRES_MASK_COLUMNS.filter(
-      (_pattern, i) =>
-        !columns.some((c) => matches(this.maskPatterns[i]!, c.schema, c.table, c.column)),
-    );
-    return {
-      unmatched,
-      columns: columns.length,
-      readable: readable.rows
-        .map((r) => {
-          const c = columns[Number(r.i) - 1]!;
-          return `${c.schema}.${c.table}.${c.column}`;
-        })
-        .sort(),
-    };
+    const client = await pool.connect();
+    try {
+      const set = await this.resolveMasked(client);
+      // The first call uses what the start looked up (for the TTL, like any lookup).
+      if (this.config.POSTGRES_CATALOG_TTL_MS > 0) this.maskCache = { set, at: Date.now() };
+      const { columns } = set;
+      const readable = await client.query<{ i: number }>(
+        `SELECT t.i FROM unnest($1::oid[], $2::int2[]) WITH ORDINALITY t(oid, attnum, i)
+         WHERE pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')`,
+        [columns.map((c) => c.tableOid), columns.map((c) => c.attnum)],
+      );
+      // A pattern that matches no column masks nothing: a typo leaves the column in the clear.
+      const unmatched = this.config.POSTGRES_MASK_COLUMNS.filter(
+        (_pattern, i) =>
+          !columns.some((c) => matches(this.maskPatterns[i]!, c.schema, c.table, c.column)),
+      );
+      return {
+        unmatched,
+        columns: columns.length,
+        readable: readable.rows
+          .map((r) => {
+            const c = columns[Number(r.i) - 1]!;
+            return `${c.schema}.${c.table}.${c.column}`;
+          })
+          .sort(),
+      };
+    } finally {
+      client.release();
+    }
   }
 
   /** The masked columns (POSTGRES_MASK_COLUMNS, with inheritance children and parents). */
-  async resolveMasked(client: pg.ClientBase): Promise<MaskedSet> {
+  private async resolveMasked(client: pg.ClientBase): Promise<MaskedSet> {
     if (this.maskPatterns.length === 0) return NO_MASKS;
     const found = await client.query<{
       schema: string;

@@ -205,7 +205,7 @@ export class PostgresDatabase {
   private readonly config: PostgresConfig;
   private readonly logger: Logger;
   /** The catalog lookups and their caches (catalogs.ts). */
-  readonly catalogs: Catalogs;
+  private readonly catalogs: Catalogs;
   /** The startup role check, as a gate every call passes (role-check.ts). */
   private readonly roleGate: RoleGate;
   private readonly typeNames: TypeNames = new Map();
@@ -318,10 +318,6 @@ export class PostgresDatabase {
     }
   }
 
-  private async ensureVerified(): Promise<void> {
-    await this.roleGate.passed(() => this.verify());
-  }
-
   private async loadTypeNames(client: pg.ClientBase): Promise<void> {
     const types = await client.query<{ oid: string; name: string }>(
       `SELECT t.oid::text AS oid, pg_catalog.format_type(t.oid, NULL) AS name
@@ -358,14 +354,8 @@ export class PostgresDatabase {
   }
 
   /** Which masked columns the role may SELECT, and which patterns match none (catalogs.ts). */
-  async maskingReport(): Promise<{ columns: number; readable: string[]; unmatched: string[] }> {
-    if (this.catalogs.maskPatterns.length === 0) return { columns: 0, readable: [], unmatched: [] };
-    const client = await this.pool.connect();
-    try {
-      return await this.catalogs.maskingReport(client);
-    } finally {
-      client.release();
-    }
+  maskingReport(): Promise<{ columns: number; readable: string[]; unmatched: string[] }> {
+    return this.catalogs.maskingReport(this.pool);
   }
 
   /**
@@ -431,7 +421,7 @@ export class PostgresDatabase {
   /** The role check has passed (run now if it has not yet), or the call's error. */
   private async verified(bounds: CallBounds): Promise<void> {
     try {
-      await this.ensureVerified();
+      await this.roleGate.passed(() => this.verify());
     } catch (error) {
       throw translateError(error, bounds.signal);
     }
