@@ -3,7 +3,8 @@ import { createLogger } from '@gatehouse/core/runtime';
 import pg from 'pg';
 import { eventually, startTcpProxy } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
-import { PostgresDatabase } from '../src/sql/database.ts';
+import { PostgresDatabase, translateError } from '../src/sql/database.ts';
+import type { CallBounds, StatementPlan } from '../src/sql/database.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
 import { CappedRows } from '../src/sql/execute.ts';
 import { relationKey } from '../src/sql/resolve.ts';
@@ -33,13 +34,24 @@ function bounds(ms = 10_000) {
   return { signal: AbortSignal.timeout(ms), deadline: Date.now() + ms };
 }
 
+/** Runs a planned statement straight through layer 3 (no parser, no policy). */
+async function runPlanned(target: PostgresDatabase, b: CallBounds, plan: StatementPlan) {
+  const checkout = await target.checkout(b);
+  try {
+    return await checkout.run(plan);
+  } catch (error) {
+    checkout.abandon(error);
+    throw translateError(error, b.signal);
+  }
+}
+
 /** Runs SQL straight through layer 3 (no parser, no policy). */
 function raw(sql: string, target = db, b = bounds()) {
-  return target.runStatement(b, async () => ({
+  return runPlanned(target, b, {
     sql,
     params: [],
     rows: new CappedRows({ maxRows: 100, maxBytes: 65_536 }),
-  }));
+  });
 }
 
 async function activeQueries(pattern: string): Promise<number> {
@@ -419,11 +431,11 @@ describe('one round trip', () => {
       expect(proxy.counts).toMatchObject({ sync: 1, query: 0, writes: 1 });
       // The cap still holds inside the one round trip, and the connection is reused after it.
       proxy.reset();
-      const capped = await proxied.runStatement(bounds(), async () => ({
+      const capped = await runPlanned(proxied, bounds(), {
         sql: 'SELECT g FROM generate_series(1, 100000) g',
         params: [],
         rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }),
-      }));
+      });
       expect(capped).toMatchObject({ rowCount: 10, truncated: true, truncatedBy: 'max_rows' });
       expect(proxy.counts).toMatchObject({ sync: 1, query: 0, writes: 1 });
     } finally {
@@ -477,11 +489,11 @@ describe('one round trip', () => {
   });
 
   it('binds parameters as text, nulls as NULL', async () => {
-    const result = await db.runStatement(bounds(), async () => ({
+    const result = await runPlanned(db, bounds(), {
       sql: 'SELECT $1::int + 1 AS n, $2::text IS NULL AS missing, $3::bool AS yes',
       params: [41, null, true],
       rows: new CappedRows({ maxRows: 10, maxBytes: 65_536 }),
-    }));
+    });
     expect(result.rows).toEqual([[42, true, true]]);
   });
 
@@ -489,11 +501,11 @@ describe('one round trip', () => {
     const single = database({ POSTGRES_POOL_SIZE: '1' });
     const pid = async () => (await raw('SELECT pg_backend_pid()', single)).rows[0]![0];
     const big = (sql: string) =>
-      single.runStatement(bounds(), async () => ({
+      runPlanned(single, bounds(), {
         sql,
         params: [],
         rows: new CappedRows({ maxRows: 1_000, maxBytes: 16_384 }),
-      }));
+      });
     try {
       const first = await pid();
       // A little past the cap: the rest is skipped unparsed and the connection stays.

@@ -177,7 +177,7 @@ function spanAttributesOf(connectionUrl: string): Record<string, string | number
   };
 }
 
-/** One statement for {@link PostgresDatabase.runStatement}. */
+/** One statement for {@link StatementCheckout.run}. */
 export interface StatementPlan {
   readonly sql: string;
   readonly params: readonly QueryParam[];
@@ -188,6 +188,23 @@ export interface StatementPlan {
    * rules showed the statement runs nothing that can leave state behind.
    */
   readonly sessionCheck?: boolean;
+}
+
+/** One call's pooled connection, from {@link PostgresDatabase.checkout} to `run` or `abandon`. */
+export interface StatementCheckout {
+  /** The connection, for the catalog lookups that decide the statement. */
+  readonly client: PoolClient;
+  /**
+   * Runs the statement in its own read-only transaction, in one round trip (see
+   * {@link ReadOnlyStatement}), collecting its rows into `plan.rows` under their caps, and
+   * returns the connection to the pool (or destroys it). On an error, call `abandon`.
+   */
+  run(plan: StatementPlan): Promise<QueryOutput>;
+  /**
+   * Ends the checkout after an error. True when the connection had dropped before PostgreSQL
+   * answered anything: a fresh checkout may try once more.
+   */
+  abandon(error: unknown): boolean;
 }
 
 /** Oid → type name of the built-in types, for column descriptions. */
@@ -213,7 +230,7 @@ export class PostgresDatabase {
   /** The allowed schemas as a set_config value, quoted where they need it. */
   private readonly searchPath: string;
   /** Span attributes of this database: system, host and port (never the credentials). */
-  private readonly spanAttributes: Record<string, string | number>;
+  readonly spanAttributes: Record<string, string | number>;
 
   constructor(
     config: PostgresConfig,
@@ -359,63 +376,64 @@ export class PostgresDatabase {
   }
 
   /**
-   * Runs one checked statement in its own read-only transaction, in one round trip (see
-   * {@link ReadOnlyStatement}), collecting its rows into `rows` under their caps. `prepare`
-   * runs first on the same connection, outside the transaction (the catalog rules: cached
-   * lookups cost nothing, a miss one query), and returns the statement to run. The connection
-   * is destroyed, never reused, after any error, a cancellation, a dropped result or a session
-   * left dirty. Aborting the call cancels the backend query through another connection.
+   * A pooled connection for one statement, the role check passed first. The caller runs its
+   * catalog rules on `client` (cached lookups cost nothing, a miss one query), then ends the
+   * checkout one of two ways: {@link StatementCheckout.run} the statement, or — after any error —
+   * {@link StatementCheckout.abandon}. The connection is destroyed, never reused, after any
+   * error, a cancellation, a dropped result or a session left dirty. Aborting the call cancels
+   * the backend query through another connection.
    */
-  async runStatement(
-    bounds: CallBounds,
-    prepare: (client: PoolClient) => Promise<StatementPlan>,
-  ): Promise<QueryOutput> {
-    return traceUpstream('postgresql transaction', this.spanAttributes, async () => {
-      await this.verified(bounds);
-      for (let attempt = 1; ; attempt++) {
-        const client = await this.connect(bounds);
-        const abort = this.cancelOnAbort(client, bounds.signal);
-        let spoiled: unknown;
-        let answered = false;
-        let rows: CappedRows;
-        let sent = false;
-        try {
-          if (bounds.signal.aborted) throw bounds.signal.reason;
-          const plan = await prepare(client);
-          sent = true;
-          rows = plan.rows;
-          const statement = new ReadOnlyStatement(
-            this.settings(bounds),
-            plan.sql,
-            plan.params,
-            rows,
-            plan.sessionCheck ?? true,
-          );
-          client.query(statement);
-          const outcome = await statement.done.finally(() => {
-            answered = statement.answered;
-          });
-          spoiled =
-            'dropped' in outcome
-              ? new Error('a result past the byte cap was dropped unread')
-              : this.leftBehind(outcome.dirty);
-        } catch (error) {
-          abort.stop();
-          // A statement the rules refused before anything of it was sent leaves the connection
-          // as it was (only the catalog lookups ran on it); any other error destroys it.
-          client.release(sent || !(error instanceof PolicyError) || abort.reason() !== undefined);
-          // A pooled connection the server dropped (restart, failover, network cut) fails before
-          // PostgreSQL answered anything: one fresh connection may try again.
-          if (attempt === 1 && !answered && !bounds.signal.aborted && isUnavailable(error))
-            continue;
-          throw translateError(error, bounds.signal);
-        }
+  async checkout(bounds: CallBounds): Promise<StatementCheckout> {
+    await this.verified(bounds);
+    const client = await this.connect(bounds);
+    const abort = this.cancelOnAbort(client, bounds.signal);
+    let sent = false;
+    let answered = false;
+    let released = false;
+    const release = (destroy: boolean): void => {
+      released = true;
+      client.release(destroy);
+    };
+    if (bounds.signal.aborted) {
+      abort.stop();
+      client.release(true);
+      throw translateError(bounds.signal.reason, bounds.signal);
+    }
+    return {
+      client,
+      run: async (plan) => {
+        sent = true;
+        const statement = new ReadOnlyStatement(
+          this.settings(bounds),
+          plan.sql,
+          plan.params,
+          plan.rows,
+          plan.sessionCheck ?? true,
+        );
+        client.query(statement);
+        const outcome = await statement.done.finally(() => {
+          answered = statement.answered;
+        });
+        const spoiled =
+          'dropped' in outcome
+            ? new Error('a result past the byte cap was dropped unread')
+            : this.leftBehind(outcome.dirty);
         abort.stop();
         // release(true) destroys the connection: whatever state it was left in dies with it.
-        client.release((spoiled ?? abort.reason()) !== undefined);
-        return rows.output(await this.typeNamesOf(rows.fields.map((f) => f.dataTypeID)));
-      }
-    });
+        release((spoiled ?? abort.reason()) !== undefined);
+        return plan.rows.output(await this.typeNamesOf(plan.rows.fields.map((f) => f.dataTypeID)));
+      },
+      abandon: (error) => {
+        if (released) return false; // it failed after the statement, naming its column types
+        abort.stop();
+        // A statement the rules refused before anything of it was sent leaves the connection
+        // as it was (only the catalog lookups ran on it); any other error destroys it.
+        release(sent || !(error instanceof PolicyError) || abort.reason() !== undefined);
+        // A pooled connection the server dropped (restart, failover, network cut) fails before
+        // PostgreSQL answered anything: one fresh connection may try again.
+        return !answered && !bounds.signal.aborted && isUnavailable(error);
+      },
+    };
   }
 
   /** The role check has passed (run now if it has not yet), or the call's error. */

@@ -1,5 +1,7 @@
 import { LRUCache } from 'lru-cache';
 import type { PoolClient, QueryConfig } from 'pg';
+import { traceUpstream } from '@gatehouse/core';
+import { translateError } from './database.js';
 import type { Catalog, CallBounds, MaskedSet, PostgresDatabase } from './database.js';
 import type { PostgresConfig } from '../config.js';
 import { CappedRows, NO_MASK } from './execute.js';
@@ -305,21 +307,36 @@ export class SqlService {
   ): Promise<QueryOutput & { durationMs: number }> {
     const analysis = await this.check(sql);
     const started = performance.now();
-    const output = await this.db.runStatement(bounds, async (client) => {
-      const verdict = await this.verdict(analysis, client);
-      if (analysis.kind === 'explain') this.explainable(verdict.resolution, analysis.analyze, true);
-      await this.checkParameters(analysis, client);
-      return {
-        sql: analysis.statement,
-        params,
-        sessionCheck: !verdict.sessionSafe,
-        rows: new CappedRows(
-          { maxRows, maxBytes },
-          // An EXPLAIN answers with the plan's lines, not the query's columns.
-          analysis.kind === 'explain' ? NO_MASK : verdict.mask,
-        ),
-      };
-    });
+    // One CLIENT span for the call's connection when tracing is on: the database, no SQL.
+    const output = await traceUpstream(
+      'postgresql transaction',
+      this.db.spanAttributes,
+      async () => {
+        for (let attempt = 1; ; attempt++) {
+          const checkout = await this.db.checkout(bounds);
+          try {
+            const verdict = await this.verdict(analysis, checkout.client);
+            if (analysis.kind === 'explain') {
+              this.explainable(verdict.resolution, analysis.analyze, true);
+            }
+            await this.checkParameters(analysis, checkout.client);
+            return await checkout.run({
+              sql: analysis.statement,
+              params,
+              sessionCheck: !verdict.sessionSafe,
+              rows: new CappedRows(
+                { maxRows, maxBytes },
+                // An EXPLAIN answers with the plan's lines, not the query's columns.
+                analysis.kind === 'explain' ? NO_MASK : verdict.mask,
+              ),
+            });
+          } catch (error) {
+            if (checkout.abandon(error) && attempt === 1) continue;
+            throw translateError(error, bounds.signal);
+          }
+        }
+      },
+    );
     return { ...output, durationMs: Math.round((performance.now() - started) * 10) / 10 };
   }
 
