@@ -108,8 +108,12 @@ function numberSpelling(n: number, random: Random): string {
 function stringSpelling(s: string, random: Random): string {
   const canonical = JSON.stringify(s);
   if (random() < 0.5) return canonical;
-  return canonical.replace(/[A-Za-z\u00e9\u65e5]/g, (c) =>
-    random() < 0.3 ? `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}` : c,
+  // One draw whatever the string holds (a record's hashes and stream id differ from run to
+  // run, and the numbers after them must not); only letters outside an escape sequence (the
+  // `u`, `d` and `f` of `\ud800` and `\u001f` are the escape's own).
+  const own = seeded(Math.floor(random() * 2 ** 32));
+  return canonical.replace(/\\(?:u[0-9a-fA-F]{4}|.)|[A-Za-z\u00e9\u65e5]/g, (m) =>
+    m.length === 1 && own() < 0.3 ? `\\u${m.charCodeAt(0).toString(16).padStart(4, '0')}` : m,
   );
 }
 
@@ -126,6 +130,26 @@ function spell(v: unknown, random: Random): string {
     [entries[i], entries[j]] = [entries[j]!, entries[i]!];
   }
   return `{${entries.map(([k, x]) => `${stringSpelling(k, random)}:${space()}${spell(x, random)}`).join(',')}}`;
+}
+
+/** How deep `spell` may recurse: far below any stack Node starts with. */
+const SPELL_DEPTH = 200;
+
+/** How deep the brackets of a JSON text nest (strings skipped), without recursion. */
+function nesting(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+    } else if (c === '"') inString = true;
+    else if (c === '[' || c === '{') deepest = Math.max(deepest, ++depth);
+    else if (c === ']' || c === '}') depth--;
+  }
+  return deepest;
 }
 
 /** Damage of the kinds a verifier names, applied to the lines of a log. */
@@ -177,10 +201,17 @@ function generate(dir: string, n: number, random: Random): string {
     .split('\n')
     .filter(Boolean)
     .map((line) => {
+      // Each line is spelled from a stream of its own, drawn here: the same seed makes the
+      // same logs whatever a line holds.
+      const spelling = seeded(Math.floor(random() * 2 ** 32));
+      if (random() >= 0.7) return line;
+      // Too deep to re-spell by recursion here: as written (where the stack would run out
+      // varies from run to run).
+      if (nesting(line) > SPELL_DEPTH) return line;
       try {
-        return random() < 0.7 ? spell(JSON.parse(line), random) : line;
+        return spell(JSON.parse(line), spelling);
       } catch {
-        return line; // too deep to re-spell here: as written
+        return line; // a line that is not JSON (none are written): as written
       }
     });
   const damaged = pick(random, DAMAGE)(lines, random);
