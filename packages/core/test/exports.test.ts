@@ -60,6 +60,7 @@ const SURFACES: Record<string, string[]> = {
     'waitingOutRateLimits',
     'writesEnabled',
   ],
+  '@gatehouse/core/identity': ['Keyring', 'Vault', 'fileGrantStore', 'redisGrantStore'],
   '@gatehouse/core/runtime': [
     'Metrics',
     'checkAtStart',

@@ -1,0 +1,100 @@
+/**
+ * Where sealed grants are kept (ADR 0026): Redis when replicas share one (as the rate limits
+ * do), else one file, mode 0600, for a single instance. A store holds only sealed records under
+ * hashed keys: nothing in it names a person or holds a token in the clear.
+ */
+import { chmodSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { ConfigError } from '../errors.js';
+
+export interface GrantStore {
+  readonly name: 'redis' | 'file';
+  get(key: string): Promise<string | undefined>;
+  set(key: string, record: string): Promise<void>;
+  /** True when there was a record to delete. */
+  delete(key: string): Promise<boolean>;
+  close(): Promise<void>;
+}
+
+/**
+ * One JSON file of `key → record`, rewritten whole on each change (a temporary file, then a
+ * rename: a crash leaves the old file or the new, never half of one), mode 0600. A file that
+ * group or others can read is refused, as ssh refuses such a key. One process owns it: the
+ * in-memory copy is the truth while it runs.
+ */
+export function fileGrantStore(path: string, variable: string): GrantStore {
+  let records: Record<string, string> = {};
+  try {
+    const mode = statSync(path).mode;
+    if ((mode & 0o077) !== 0) {
+      throw new ConfigError([
+        `${variable}: ${path} is readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`,
+      ]);
+    }
+    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
+      throw new ConfigError([`${variable}: ${path} is not a grant file (a JSON object)`]);
+    }
+    records = Object.fromEntries(
+      Object.entries(parsed).filter(([, v]) => typeof v === 'string'),
+    );
+  } catch (error) {
+    if (error instanceof ConfigError) throw error;
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code !== 'ENOENT') {
+      throw new ConfigError([
+        `${variable}: cannot read ${path} (${code ?? 'not JSON'}); move it away to start empty`,
+      ]);
+    }
+  }
+  const save = (): void => {
+    const temporary = `${path}.${process.pid}.tmp`;
+    writeFileSync(temporary, `${JSON.stringify(records)}\n`, { mode: 0o600 });
+    chmodSync(temporary, 0o600);
+    renameSync(temporary, path);
+  };
+  return {
+    name: 'file',
+    get: async (key) => (Object.hasOwn(records, key) ? records[key] : undefined),
+    set: async (key, record) => {
+      records = { ...records, [key]: record };
+      save();
+    },
+    delete: async (key) => {
+      if (!Object.hasOwn(records, key)) return false;
+      const { [key]: _gone, ...rest } = records;
+      records = rest;
+      save();
+      return true;
+    },
+    close: async () => undefined,
+  };
+}
+
+/**
+ * Redis (ioredis) under `gatehouse:<service>:grant:<key>`. Unlike the rate limits, a grant
+ * lookup waits for a reconnect for a moment (the offline queue is on, a command times out after
+ * 2 s): no lookup is ever answered by anything but the store, and a store that is down fails the
+ * call, never falls back to another credential.
+ */
+export async function redisGrantStore(url: string, service: string): Promise<GrantStore> {
+  const { Redis } = await import('ioredis');
+  const client = new Redis(url, {
+    maxRetriesPerRequest: 1,
+    connectTimeout: 2_000,
+    commandTimeout: 2_000,
+    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+  });
+  client.on('error', () => undefined); // each command fails on its own; the call says so
+  const prefix = `gatehouse:${service}:grant:`;
+  return {
+    name: 'redis',
+    get: async (key) => (await client.get(prefix + key)) ?? undefined,
+    set: async (key, record) => {
+      await client.set(prefix + key, record);
+    },
+    delete: async (key) => (await client.del(prefix + key)) > 0,
+    close: async () => {
+      client.disconnect();
+    },
+  };
+}

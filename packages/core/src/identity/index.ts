@@ -1,0 +1,10 @@
+/**
+ * `@gatehouse/core/identity`: each person's own upstream identity (ADR 0026) — the vault of
+ * delegated grants, sealed under the operator's keys and bound to their owner.
+ */
+export { Keyring } from './keyring.js';
+export type { Sealed } from './keyring.js';
+export { Vault } from './vault.js';
+export type { Grant, GrantOwner } from './vault.js';
+export { fileGrantStore, redisGrantStore } from './grant-store.js';
+export type { GrantStore } from './grant-store.js';
