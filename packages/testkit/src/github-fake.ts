@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { HttpFake } from './http-fake.js';
 import type { FakeResponse } from './http-fake.js';
 import { accountRoutes } from './github-routes-account.js';
+import { oauthRoutes } from './github-routes-oauth.js';
+import type { GitHubOAuth } from './github-oauth.js';
 import { issueRoutes } from './github-routes-issues.js';
 import { repoRoutes } from './github-routes-repo.js';
 import { searchRoutes } from './github-routes-search.js';
@@ -15,7 +17,9 @@ export type { FakeResponse } from './http-fake.js';
  * A loopback GitHub REST API for tests: the issues, comments, labels, milestones, search,
  * contents, collaborator-permission, user and repository endpoints a Gatehouse server uses,
  * with GitHub's behaviour (Link pagination, 401/403/404/422 bodies, primary and secondary rate
- * limits, installation tokens for GitHub Apps). Every response is recorded with its OpenAPI
+ * limits, installation tokens for GitHub Apps, and — with `oauth` — a GitHub App's user access
+ * tokens: the web flow with PKCE, expiry, rotation, revocation, each user's own reach; see
+ * github-oauth.ts). Every API response is recorded with its OpenAPI
  * path so tests can validate the bodies against GitHub's published description
  * (`validateGitHubResponses`).
  *
@@ -43,6 +47,14 @@ export interface GitHubFake {
    */
   transfer(from: string, number: number, to: string): number;
   repo(fullName: string): FakeRepo;
+  /**
+   * The GitHub App's user access tokens, when `oauth` is configured: its clock (`advance`),
+   * sign-in (`signIn`) and every grant issued. The web pages answer at the server's root
+   * (`rootUrl`), the API below `url`.
+   */
+  readonly oauth: GitHubOAuth | undefined;
+  /** The server's root: where GitHub's web pages (`/login/oauth/…`) answer. */
+  readonly rootUrl: string;
   close(): Promise<void>;
 }
 
@@ -91,6 +103,7 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
   repoRoutes(api, shapes);
   issueRoutes(api, shapes);
   searchRoutes(api, shapes);
+  oauthRoutes(world, http);
   world.base = await http.listen();
 
   return {
@@ -112,6 +125,8 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
       return moved;
     },
     repo: (name): FakeRepo => world.repoByName(name),
+    oauth: world.oauth,
+    rootUrl: world.base.slice(0, world.base.length - world.prefix.length),
     close: () => http.close(),
   };
 }

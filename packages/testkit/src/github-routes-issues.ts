@@ -6,7 +6,7 @@ import type { GitHubShapes } from './github-shapes.js';
  * push access), get (a transferred issue answers 301), update, and comments (a locked issue).
  */
 export function issueRoutes(api: GitHubRoutes, shapes: GitHubShapes): void {
-  const { world, route, send, error, withRepo, paginate, readBody } = api;
+  const { world, route, send, error, withRepo, paginate, readBody, writable } = api;
   const { fullName, canPush, permission } = world;
   const issueIn = (r: FakeRepo, number: string | undefined) =>
     r.issues.find((i) => i.number === Number(number));
@@ -70,6 +70,7 @@ export function issueRoutes(api: GitHubRoutes, shapes: GitHubShapes): void {
       if (!canPush(r, cred.login) && permission(r, cred.login) === 'none') {
         return error(ctx.res, ctx.meta, 404, 'Not Found');
       }
+      if (!writable(ctx, r, cred)) return;
       if (typeof body.title !== 'string' || body.title === '') {
         return error(ctx.res, ctx.meta, 422, 'Validation Failed', {
           errors: [{ resource: 'Issue', code: 'missing_field', field: 'title' }],
@@ -140,6 +141,7 @@ export function issueRoutes(api: GitHubRoutes, shapes: GitHubShapes): void {
       const issue = issueIn(r, ctx.params[2]);
       const body = await readBody(ctx.req);
       if (issue === undefined) return error(ctx.res, ctx.meta, 404, 'Not Found');
+      if (!writable(ctx, r, cred)) return;
       if (!canPush(r, cred.login) && issue.user !== cred.login) {
         return error(ctx.res, ctx.meta, 403, 'Must have admin rights to Repository.');
       }
@@ -194,6 +196,7 @@ export function issueRoutes(api: GitHubRoutes, shapes: GitHubShapes): void {
           errors: [{ resource: 'IssueComment', code: 'missing_field', field: 'body' }],
         });
       }
+      if (!writable(ctx, r, cred)) return;
       if (issue.locked === true && !canPush(r, cred.login)) {
         return error(ctx.res, ctx.meta, 403, 'Unable to create comment because issue is locked.');
       }

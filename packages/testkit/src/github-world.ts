@@ -2,6 +2,8 @@ import { createHash, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import type { IncomingMessage } from 'node:http';
+import { GitHubOAuth, userReach } from './github-oauth.js';
+import type { GitHubOAuthOptions } from './github-oauth.js';
 import { linkPages, readJson } from './http-fake.js';
 import type { FakeFailure, HttpFake, RouteContext, RouteHandler } from './http-fake.js';
 
@@ -71,6 +73,11 @@ export interface FakeCredential {
    * collaborator — a GitHub App installation's `issues: write` (default: none beyond read).
    */
   permission?: 'read' | 'write';
+  /**
+   * The repositories it may write to, when less than its permission says: a GitHub App user
+   * access token writes only where the app is installed (github-oauth.ts). Absent: no limit.
+   */
+  writes?: readonly string[];
 }
 
 /** A canned failure for the next matching request (see {@link HttpFake}). */
@@ -93,6 +100,8 @@ export interface GitHubFakeOptions {
     publicKey: string | KeyObject;
     installations: Record<number, FakeCredential>;
   };
+  /** The app's OAuth side: user access tokens for the users of its installations (github-oauth.ts). */
+  oauth?: GitHubOAuthOptions;
   /** Mount the API below this path (`/api/v3` as on GitHub Enterprise Server). */
   prefix?: string;
   /**
@@ -123,6 +132,8 @@ export class GitHubWorld {
   /** Installation credentials act by their own permission on the repositories they reach. */
   readonly #granted = new Map<string, 'read' | 'write'>();
   readonly #appKey: KeyObject | undefined;
+  /** User access tokens of the GitHub App, when it has an OAuth side. */
+  readonly oauth: GitHubOAuth | undefined;
   #nextId = 1_000_000;
 
   constructor(readonly options: GitHubFakeOptions) {
@@ -138,6 +149,12 @@ export class GitHubWorld {
     for (const cred of [...this.tokens.values(), ...Object.values(app?.installations ?? {})]) {
       if (cred.permission !== undefined) this.#granted.set(cred.login, cred.permission);
     }
+    this.oauth =
+      options.oauth === undefined
+        ? undefined
+        : new GitHubOAuth(options.oauth, (login) =>
+            userReach(this.repos, Object.values(app?.installations ?? {}), login),
+          );
   }
 
   get repos(): FakeRepo[] {
@@ -179,7 +196,10 @@ export class GitHubWorld {
     const header = req.headers.authorization ?? '';
     const [scheme, value] = header.split(' ');
     if (value === undefined || !/^(token|bearer)$/i.test(scheme ?? '')) return undefined;
-    const direct = this.tokens.get(value) ?? this.installationTokens.get(value);
+    const direct =
+      this.tokens.get(value) ??
+      this.installationTokens.get(value) ??
+      this.oauth?.credentialOf(value);
     if (direct !== undefined) return direct;
     const app = this.options.app;
     if (this.#appKey !== undefined && app !== undefined && value.split('.').length === 3) {
@@ -206,6 +226,11 @@ export interface GitHubRoutes {
     ctx: RouteContext<Caller>,
     then: (r: FakeRepo, cred: FakeCredential) => Promise<void> | void,
   ) => Promise<void> | void;
+  /**
+   * Whether the credential may write to the repository; if not, GitHub's 403 is sent (a user
+   * access token outside the app's installations) and false returned.
+   */
+  readonly writable: (ctx: RouteContext<Caller>, r: FakeRepo, cred: FakeCredential) => boolean;
   /** Slices a list by page/per_page and builds GitHub's Link header. */
   readonly paginate: <T>(url: URL, items: T[]) => { page: T[]; headers: Record<string, string> };
 }
@@ -232,6 +257,11 @@ export function githubRoutes(world: GitHubWorld, http: HttpFake<Caller>): GitHub
       if (r === undefined || !world.reaches(ctx.cred, r))
         return error(ctx.res, ctx.meta, 404, 'Not Found');
       return then(r, ctx.cred);
+    },
+    writable: (ctx, r, cred) => {
+      if (cred.writes === undefined || cred.writes.includes(world.fullName(r))) return true;
+      error(ctx.res, ctx.meta, 403, 'Resource not accessible by integration');
+      return false;
     },
     paginate: (url, items) => linkPages(url, world.base, items, { pathPrefix: world.prefix }),
   };

@@ -74,6 +74,14 @@ export interface RouteContext<C> {
 
 export type RouteHandler<C> = (ctx: RouteContext<C>) => Promise<void> | void;
 
+/** Where a route answers and whom. */
+interface RouteOptions {
+  /** Callers without API credentials too. */
+  readonly anonymous?: boolean;
+  /** At the server's root, not below the API's prefix. */
+  readonly root?: boolean;
+}
+
 /** The vendor's part of a fake. */
 export interface HttpFakeOptions<C> {
   /** Mount the API below this path (`/api/v3` as on GitHub Enterprise Server). */
@@ -104,6 +112,7 @@ export class HttpFake<C> {
     pattern: RegExp;
     route: string;
     handle: RouteHandler<C>;
+    options: RouteOptions;
   }> = [];
   readonly #failures: FakeFailure[] = [];
   readonly #server = createServer((req, res) => {
@@ -125,11 +134,40 @@ export class HttpFake<C> {
 
   /** Adds a route: `{name}` is one path segment (or more, for the names of `multiSegment`). */
   route(method: string, template: string, handle: RouteHandler<C>): void {
+    this.#add(method, template, handle as RouteHandler<C | undefined>, {});
+  }
+
+  /**
+   * Adds a route that answers callers without API credentials (its handler checks what the
+   * vendor checks there: a browser session, client credentials in the body), at the server's
+   * root unless `underPrefix` — a vendor's sign-in pages live beside its API, not below it.
+   */
+  anonymousRoute(
+    method: string,
+    template: string,
+    handle: RouteHandler<C | undefined>,
+    options: { underPrefix?: boolean } = {},
+  ): void {
+    this.#add(method, template, handle, { anonymous: true, root: options.underPrefix !== true });
+  }
+
+  #add(
+    method: string,
+    template: string,
+    handle: RouteHandler<C | undefined>,
+    options: RouteOptions,
+  ): void {
     let source = template;
     for (const name of this.options.multiSegment ?? [])
       source = source.replace(`{${name}}`, '(.+)');
     const pattern = new RegExp(`^${source.replace(/\{[^/}]+\}/g, '([^/]+)')}$`);
-    this.#routes.push({ method, pattern, route: template, handle });
+    this.#routes.push({
+      method,
+      pattern,
+      route: template,
+      handle: handle,
+      options,
+    });
   }
 
   /** Queues a failure for the next matching request(s). */
@@ -191,8 +229,12 @@ export class HttpFake<C> {
     const url = new URL(req.url ?? '/', this.#base || 'http://127.0.0.1');
     const method = req.method ?? 'GET';
     this.requests.push(`${method} ${url.pathname}${url.search}`);
-    const path = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : '';
-    const found = this.#routes.find((r) => r.method === method && r.pattern.test(path));
+    const apiPath = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : '';
+    const found = this.#routes.find(
+      (r) =>
+        r.method === method && r.pattern.test(r.options.root === true ? url.pathname : apiPath),
+    );
+    const path = found?.options.root === true ? url.pathname : apiPath;
     const meta = { method, route: found?.route ?? path };
     if (found === undefined) return this.error(res, meta, 404, 'Not Found');
     const failure = this.#failures.find(
@@ -203,8 +245,8 @@ export class HttpFake<C> {
     const unauthorized = () =>
       this.error(res, meta, 401, this.options.unauthorized ?? 'Bad credentials');
     if (failure === undefined) {
-      if (cred === undefined) return unauthorized();
-      return found.handle({ req, res, url, params, cred, meta });
+      if (cred === undefined && found.options.anonymous !== true) return unauthorized();
+      return found.handle({ req, res, url, params, cred: cred as C, meta });
     }
     failure.times = (failure.times ?? 1) - 1;
     if (failure.times <= 0) this.#failures.splice(this.#failures.indexOf(failure), 1);
@@ -229,8 +271,8 @@ export class HttpFake<C> {
     if (failure.status < 400) {
       // Slow, not failed: answered normally once the delay is over (if anyone still waits).
       if (res.destroyed || req.destroyed) return;
-      if (cred === undefined) return unauthorized();
-      return found.handle({ req, res, url, params, cred, meta });
+      if (cred === undefined && found.options.anonymous !== true) return unauthorized();
+      return found.handle({ req, res, url, params, cred: cred as C, meta });
     }
     if (failure.rateLimit !== undefined && this.options.rateLimitReply !== undefined) {
       const { message, headers } = this.options.rateLimitReply(failure);
