@@ -60,7 +60,16 @@ const SURFACES: Record<string, string[]> = {
     'waitingOutRateLimits',
     'writesEnabled',
   ],
-  '@gatehouse/core/identity': ['Keyring', 'Vault', 'fileGrantStore', 'redisGrantStore'],
+  '@gatehouse/core/identity': [
+    'GrantRevokedError',
+    'Keyring',
+    'Vault',
+    'fileGrantStore',
+    'grantOf',
+    'redisGrantStore',
+    'refreshGrant',
+    'upstreamOAuth',
+  ],
   '@gatehouse/core/runtime': [
     'Metrics',
     'checkAtStart',

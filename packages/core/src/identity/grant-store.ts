@@ -3,6 +3,7 @@
  * do), else one file, mode 0600, for a single instance. A store holds only sealed records under
  * hashed keys: nothing in it names a person or holds a token in the clear.
  */
+import { randomUUID } from 'node:crypto';
 import { chmodSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
 
@@ -12,8 +13,36 @@ export interface GrantStore {
   set(key: string, record: string): Promise<void>;
   /** True when there was a record to delete. */
   delete(key: string): Promise<boolean>;
+  /**
+   * Runs `fn` while no other holder of `key`'s lock runs — in this process for a file, across
+   * every replica for Redis (a refresh token rotates: two refreshes at once would lose it).
+   */
+  exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
   close(): Promise<void>;
 }
+
+/** How long a replica may hold a grant's lock (a refresh is one request), and wait for one. */
+const LOCK_MS = 15_000;
+
+/** One lock per key within this process: each holder runs after the one before has ended. */
+function processLocks(): GrantStore['exclusive'] {
+  const tails = new Map<string, Promise<void>>();
+  return (key, fn) => {
+    const run = (tails.get(key) ?? Promise.resolve()).then(fn);
+    const tail = run.then(
+      () => undefined,
+      () => undefined,
+    );
+    tails.set(key, tail);
+    void tail.then(() => {
+      if (tails.get(key) === tail) tails.delete(key);
+    });
+    return run;
+  };
+}
+
+/** Deletes the lock only if this holder still holds it (it may have expired and moved on). */
+const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) end return 0`;
 
 /**
  * One JSON file of `key → record`, rewritten whole on each change (a temporary file, then a
@@ -34,9 +63,7 @@ export function fileGrantStore(path: string, variable: string): GrantStore {
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
       throw new ConfigError([`${variable}: ${path} is not a grant file (a JSON object)`]);
     }
-    records = Object.fromEntries(
-      Object.entries(parsed).filter(([, v]) => typeof v === 'string'),
-    );
+    records = Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === 'string'));
   } catch (error) {
     if (error instanceof ConfigError) throw error;
     const code = (error as NodeJS.ErrnoException).code;
@@ -66,6 +93,7 @@ export function fileGrantStore(path: string, variable: string): GrantStore {
       save();
       return true;
     },
+    exclusive: processLocks(),
     close: async () => undefined,
   };
 }
@@ -86,6 +114,7 @@ export async function redisGrantStore(url: string, service: string): Promise<Gra
   });
   client.on('error', () => undefined); // each command fails on its own; the call says so
   const prefix = `gatehouse:${service}:grant:`;
+  const local = processLocks();
   return {
     name: 'redis',
     get: async (key) => (await client.get(prefix + key)) ?? undefined,
@@ -93,6 +122,25 @@ export async function redisGrantStore(url: string, service: string): Promise<Gra
       await client.set(prefix + key, record);
     },
     delete: async (key) => (await client.del(prefix + key)) > 0,
+    // The process's own lock first (its calls queue without polling Redis), then Redis's
+    // (SET NX PX, released only by its holder) against the other replicas.
+    exclusive: (key, fn) =>
+      local(key, async () => {
+        const lock = `${prefix}lock:${key}`;
+        const holder = randomUUID();
+        const giveUp = Date.now() + LOCK_MS;
+        while ((await client.set(lock, holder, 'PX', LOCK_MS, 'NX')) !== 'OK') {
+          if (Date.now() > giveUp) {
+            throw new Error('another replica held this grant for too long; try again');
+          }
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+        try {
+          return await fn();
+        } finally {
+          await client.eval(RELEASE, 1, lock, holder).catch(() => undefined);
+        }
+      }),
     close: async () => {
       client.disconnect();
     },

@@ -5,6 +5,9 @@
 export { Keyring } from './keyring.js';
 export type { Sealed } from './keyring.js';
 export { Vault } from './vault.js';
-export type { Grant, GrantOwner } from './vault.js';
+export type { Grant, GrantOwner } from './grant.js';
 export { fileGrantStore, redisGrantStore } from './grant-store.js';
 export type { GrantStore } from './grant-store.js';
+export { GrantRevokedError } from './grant.js';
+export { grantOf, refreshGrant, upstreamOAuth } from './upstream-oauth.js';
+export type { UpstreamOAuthOptions } from './upstream-oauth.js';

@@ -7,32 +7,8 @@
 import { createHash } from 'node:crypto';
 import type { GrantStore } from './grant-store.js';
 import { Keyring } from './keyring.js';
-
-/** Whose grant: the MCP principal (issuer and subject) on one server, for one upstream host. */
-export interface GrantOwner {
-  /** The server's name (`gatehouse-github`). */
-  readonly server: string;
-  /** Who vouched for the principal: the IdP's `iss`, or `api-key` for a configured key. */
-  readonly issuer: string;
-  /** The principal within the issuer: a JWT's `sub`, an API key's principal. */
-  readonly subject: string;
-  /** The upstream host the grant is for (`github.com`, a GitHub Enterprise host). */
-  readonly upstream: string;
-}
-
-/** A person's grant at the upstream. */
-export interface Grant {
-  readonly accessToken: string;
-  readonly refreshToken?: string | undefined;
-  /** When the access token expires (ms since the epoch), if it does. */
-  readonly expiresAt?: number | undefined;
-  /** When the refresh token expires, if it does. */
-  readonly refreshExpiresAt?: number | undefined;
-  /** Who the upstream says the person is (`GET /user` on GitHub). */
-  readonly account: { readonly login: string; readonly id: string };
-  /** When the grant was obtained or last refreshed. */
-  readonly obtainedAt: number;
-}
+import { GrantRevokedError } from './grant.js';
+import type { Grant, GrantOwner } from './grant.js';
 
 /**
  * The owner as one string, each part length-prefixed so that no two owners spell the same
@@ -92,6 +68,37 @@ export class Vault {
   async put(owner: GrantOwner, grant: Grant): Promise<void> {
     const text = ownerText(owner);
     await this.store.set(Vault.keyOf(owner), this.keyring.seal(JSON.stringify(grant), text));
+  }
+
+  /**
+   * The owner's grant, refreshed first when it expires within `marginMs` — one refresh at a time
+   * per grant across replicas; whoever waited reads what the first one stored. Undefined when
+   * there is no grant, or the vendor refused its refresh token (the grant is then deleted: the
+   * person is asked to connect again). Any other failure of `refresh` is thrown, the grant kept.
+   */
+  async fresh(
+    owner: GrantOwner,
+    refresh: (grant: Grant) => Promise<Grant>,
+    marginMs = 60_000,
+  ): Promise<Grant | undefined> {
+    const ripe = (grant: Grant) =>
+      grant.expiresAt === undefined || grant.expiresAt - marginMs > Date.now();
+    const first = await this.get(owner);
+    if (first === undefined || ripe(first)) return first;
+    return this.store.exclusive(Vault.keyOf(owner), async () => {
+      const grant = await this.get(owner);
+      if (grant === undefined || ripe(grant)) return grant;
+      let renewed: Grant;
+      try {
+        renewed = await refresh(grant);
+      } catch (error) {
+        if (!(error instanceof GrantRevokedError)) throw error;
+        await this.delete(owner);
+        return undefined;
+      }
+      await this.put(owner, renewed);
+      return renewed;
+    });
   }
 
   /** Deletes the owner's grant; true when there was one. */
