@@ -64,6 +64,7 @@ const SURFACES: Record<string, string[]> = {
     'GrantRevokedError',
     'Keyring',
     'Vault',
+    'createConnect',
     'fileGrantStore',
     'grantOf',
     'redisGrantStore',

@@ -18,7 +18,24 @@ export interface GrantStore {
    * every replica for Redis (a refresh token rotates: two refreshes at once would lose it).
    */
   exclusive<T>(key: string, fn: () => Promise<T>): Promise<T>;
+  /**
+   * True the first time `id` is claimed within `ms` (a connect flow's handle: a replayed link or
+   * `state` finds it spent), false after — on every replica for Redis.
+   */
+  claim(id: string, ms: number): Promise<boolean>;
   close(): Promise<void>;
+}
+
+/** Claims remembered in this process, each until it expires. */
+function processClaims(): GrantStore['claim'] {
+  const claimed = new Map<string, number>();
+  return async (id, ms) => {
+    const now = Date.now();
+    for (const [key, until] of claimed) if (until <= now) claimed.delete(key);
+    if (claimed.has(id)) return false;
+    claimed.set(id, now + ms);
+    return true;
+  };
 }
 
 /** How long a replica may hold a grant's lock (a refresh is one request), and wait for one. */
@@ -94,6 +111,7 @@ export function fileGrantStore(path: string, variable: string): GrantStore {
       return true;
     },
     exclusive: processLocks(),
+    claim: processClaims(),
     close: async () => undefined,
   };
 }
@@ -141,6 +159,8 @@ export async function redisGrantStore(url: string, service: string): Promise<Gra
           await client.eval(RELEASE, 1, lock, holder).catch(() => undefined);
         }
       }),
+    claim: async (id, ms) =>
+      (await client.set(`${prefix}claim:${id}`, '1', 'PX', ms, 'NX')) === 'OK',
     close: async () => {
       client.disconnect();
     },

@@ -11,3 +11,5 @@ export type { GrantStore } from './grant-store.js';
 export { GrantRevokedError } from './grant.js';
 export { grantOf, refreshGrant, upstreamOAuth } from './upstream-oauth.js';
 export type { UpstreamOAuthOptions } from './upstream-oauth.js';
+export { createConnect } from './connect.js';
+export type { Connect, ConnectOptions, ConnectVendor } from './connect.js';
