@@ -6,6 +6,9 @@ import { createServer } from 'node:http';
 import type { Server } from 'node:http';
 import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
+import { startTestIdp } from '@gatehouse/testkit/idp';
+import type { TestIdp } from '@gatehouse/testkit/idp';
+import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLogger } from '../src/runtime.js';
 import {
@@ -31,6 +34,8 @@ const keyOwner = (subject: string): GrantOwner => ({
 const alicesKey = keyOwner('ci-alice');
 
 let fake: GitHubFake;
+let idp: TestIdp;
+let idpConfig: client.Configuration;
 let http: Server;
 let publicUrl: string;
 let connect: Connect;
@@ -38,7 +43,7 @@ let vault: Vault;
 const linked: Array<[GrantOwner, string]> = [];
 const basic = `Basic ${Buffer.from(`${CLIENT.id}:${CLIENT.secret}`).toString('base64')}`;
 
-function make(flowMs?: number): { connect: Connect; vault: Vault } {
+function make(flowMs?: number, withIdp = false): { connect: Connect; vault: Vault } {
   const store = fileGrantStore(join(mkdtempSync(join(tmpdir(), 'connect-')), 'g.json'), 'V');
   const ring = Keyring.parse(`k1 ${randomBytes(32).toString('base64')}`, 'test');
   const v = new Vault(ring, store);
@@ -76,6 +81,7 @@ function make(flowMs?: number): { connect: Connect; vault: Vault } {
       expectedLogins: new Map([['ci-alice', 'alice']]),
       logger: createLogger({ level: 'silent' }),
       ...(flowMs === undefined ? {} : { flowMs }),
+      ...(withIdp ? { idp: { issuer: idp.issuer, config: idpConfig } } : {}),
       onLinked: (owner, elicitation) => linked.push([owner, elicitation]),
     }),
   };
@@ -109,10 +115,28 @@ beforeAll(async () => {
       users: ['alice', 'bob'],
     },
   });
+  idp = await startTestIdp({
+    clients: [
+      {
+        clientId: 'gatehouse-connect',
+        clientSecret: 'idp-client-secret',
+        redirectUris: [`${publicUrl}/connect/${SERVER}/signed-in`],
+      },
+    ],
+    accounts: ['alice', 'bob'],
+  });
+  idpConfig = await client.discovery(
+    new URL(idp.issuer),
+    'gatehouse-connect',
+    'idp-client-secret',
+    undefined,
+    { execute: [client.allowInsecureRequests] },
+  );
   ({ connect, vault } = make());
 });
 
 afterAll(async () => {
+  await idp?.close();
   await fake?.close();
   await new Promise((resolve) => http?.close(resolve));
 });
@@ -151,6 +175,12 @@ class Browser {
   /** Signs in to the fake GitHub as `login`. */
   async signIn(login: string): Promise<this> {
     await this.go(`${fake.rootUrl}/login?login=${login}`);
+    return this;
+  }
+
+  /** Signs in to the company's IdP as `login`. */
+  async signInToIdp(login: string): Promise<this> {
+    await this.go(`${idp.issuer}/sign-in?login=${login}`);
     return this;
   }
 }
@@ -255,5 +285,56 @@ describe('linking through /connect', () => {
     const browser = new Browser();
     expect((await browser.go(`${publicUrl}/connect/${SERVER}/other`)).status).toBe(404);
     expect((await browser.go(`${publicUrl}/elsewhere`)).status).toBe(404);
+  });
+});
+
+describe('linking for a person the IdP vouched for', () => {
+  const alice: GrantOwner = {
+    server: SERVER,
+    issuer: '',
+    subject: 'alice',
+    upstream: 'github.com',
+  };
+  const owner = () => ({ ...alice, issuer: idp.issuer });
+
+  it('signs the browser in with the IdP first, then links their account', async () => {
+    ({ connect, vault } = make(undefined, true));
+    const browser = await (await new Browser().signInToIdp('alice')).signIn('alice');
+    const answer = await browser.go(connect.link(owner(), 'elicit-idp-1'));
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain('Linked as alice');
+    expect((await vault.get(owner()))?.account.login).toBe('alice');
+    // The IdP was asked first, with PKCE and a nonce, and then GitHub.
+    const order = browser.visited.map((u) => new URL(u).origin);
+    expect(order.indexOf(idp.issuer)).toBeLessThan(order.indexOf(new URL(fake.rootUrl).origin));
+    const auth = new URL(browser.visited.find((u) => u.startsWith(`${idp.issuer}/auth`))!);
+    expect(auth.searchParams.get('code_challenge_method')).toBe('S256');
+    expect(auth.searchParams.get('nonce')).toBeTruthy();
+  });
+
+  it('links nothing for a colleague who opens the forwarded link, and never sends them to GitHub', async () => {
+    ({ connect, vault } = make(undefined, true));
+    const bob = await (await new Browser().signInToIdp('bob')).signIn('bob');
+    const authorizes = () =>
+      fake.requests.filter((r) => r.startsWith('GET /login/oauth/authorize')).length;
+    const before = authorizes();
+    const answer = await bob.go(connect.link(owner(), 'elicit-idp-2'));
+    expect(answer.status).toBe(403);
+    expect(answer.text).toContain('someone other than the person this link was made for');
+    expect(answer.text).not.toMatch(/alice/);
+    expect(authorizes()).toBe(before);
+    expect(await vault.get(owner())).toBeUndefined();
+  });
+
+  it('links nothing for a browser the IdP cannot sign in, or a flow of another issuer', async () => {
+    ({ connect, vault } = make(undefined, true));
+    const stranger = await new Browser().signIn('alice'); // signed in to GitHub, not the IdP
+    expect((await stranger.go(connect.link(owner(), 'elicit-idp-3'))).status).toBe(401);
+    expect(await vault.get(owner())).toBeUndefined();
+    const other = await stranger.go(
+      connect.link({ ...owner(), issuer: 'https://other-idp.example.com' }, 'elicit-idp-4'),
+      false,
+    );
+    expect(other.status).toBe(403);
   });
 });

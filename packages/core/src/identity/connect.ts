@@ -8,10 +8,11 @@
  * - the flow handle in the link is sealed (owner, elicitation id, expiry) and single-use;
  * - the vendor's `callback` must arrive in the browser that opened `start` (a sealed cookie
  *   holds the PKCE verifier and `state`): a victim sent the vendor's page links nothing;
- * - the browser must prove it is the owner. For principals from API keys the operator names the
- *   upstream login each key links to, checked after the callback (a mismatch revokes the token
- *   just issued). Principals from the company's IdP sign the browser in with the same IdP first;
- *   until that step is configured their links are refused (fail closed).
+ * - the browser must prove it is the owner. Principals from the company's IdP sign the browser
+ *   in with the same IdP first (`signed-in` compares `iss` and `sub`; without an IdP configured
+ *   their links are refused). For principals from API keys the operator names the upstream
+ *   login each key links to, checked after the callback (a mismatch revokes the token just
+ *   issued).
  *
  * Pages name nothing the browser's user may not see: never the flow's owner, never the login a
  * key expects.
@@ -49,6 +50,12 @@ export interface ConnectOptions {
   readonly vendor: ConnectVendor;
   /** For principals from API keys: the upstream login each principal must link. */
   readonly expectedLogins: ReadonlyMap<string, string>;
+  /**
+   * The company's IdP, as an OpenID client of it: a principal it vouched for signs the browser
+   * in with it before the vendor is asked (its `iss` and `sub` must be the flow's owner's).
+   * Without it such principals are refused.
+   */
+  readonly idp?: { readonly issuer: string; readonly config: client.Configuration } | undefined;
   readonly logger: Logger;
   /** How long a link and its browser step live (default ten minutes). */
   readonly flowMs?: number;
@@ -64,11 +71,16 @@ interface Flow {
   readonly expiresAt: number;
 }
 
-/** The browser's half of a flow, in a sealed cookie. */
+/**
+ * The browser's half of a flow, in a sealed cookie: which step it is at (signing in with the
+ * IdP, or at the vendor), and that step's PKCE verifier, state and nonce.
+ */
 interface BrowserStep {
   readonly flow: Flow;
+  readonly at: 'idp' | 'vendor';
   readonly verifier: string;
   readonly state: string;
+  readonly nonce?: string;
 }
 
 export interface Connect {
@@ -127,46 +139,167 @@ function sealer(keyring: Keyring, server: string) {
   };
 }
 
-export function createConnect(options: ConnectOptions): Connect {
-  const { server, keyring, vault, vendor, logger } = options;
-  const base = new URL(`/connect/${encodeURIComponent(server)}/`, options.publicUrl);
-  const callback = new URL('callback', base).href;
-  const flowMs = options.flowMs ?? 600_000;
-  const secure = base.protocol === 'https:';
-  const cookie = `gatehouse_connect_${server.replace(/[^A-Za-z0-9_]/g, '_')}`;
-  const { seal, open } = sealer(keyring, server);
-  const setCookie = (res: ServerResponse, value: string, maxAgeS: number) =>
+const EXPIRED = 'This link has expired or is not valid. Ask again from your MCP client.';
+const ELSEWHERE =
+  'This page must be reached from the link your MCP client showed, in the same browser. Nothing was linked.';
+
+/** One server's `/connect` pages. */
+class ConnectPages implements Connect {
+  readonly #base: URL;
+  readonly #cookie: string;
+  readonly #secure: boolean;
+  readonly #flowMs: number;
+  readonly #sealed: ReturnType<typeof sealer>;
+
+  constructor(private readonly options: ConnectOptions) {
+    this.#base = new URL(`/connect/${encodeURIComponent(options.server)}/`, options.publicUrl);
+    this.#cookie = `gatehouse_connect_${options.server.replace(/[^A-Za-z0-9_]/g, '_')}`;
+    this.#secure = this.#base.protocol === 'https:';
+    this.#flowMs = options.flowMs ?? 600_000;
+    this.#sealed = sealer(options.keyring, options.server);
+  }
+
+  link(owner: GrantOwner, elicitationId: string): string {
+    const flow: Flow = {
+      id: randomBytes(16).toString('base64url'),
+      owner,
+      elicitationId,
+      expiresAt: Date.now() + this.#flowMs,
+    };
+    const url = new URL('start', this.#base);
+    url.searchParams.set('flow', this.#sealed.seal('flow', flow));
+    return url.href;
+  }
+
+  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+    const url = new URL(req.url ?? '/', this.#base);
+    if (!url.pathname.startsWith(this.#base.pathname)) return false;
+    const action = url.pathname.slice(this.#base.pathname.length);
+    const run = { start: this.#start, 'signed-in': this.#signedIn, callback: this.#callback }[
+      action
+    ];
+    if (req.method !== 'GET' || run === undefined) {
+      page(res, 404, 'Not found', 'There is nothing here.');
+      return true;
+    }
+    try {
+      await run.call(this, req, url, res);
+    } catch (error) {
+      // The vault, the IdP or the vendor failed under us: said plainly, nothing half-linked.
+      this.options.logger.error({ err: error, server: this.options.server }, 'linking failed');
+      if (!res.headersSent) {
+        this.#refuse(res, 500, 'Something failed on our side. Nothing was linked; try again.');
+      } else res.end();
+    }
+    return true;
+  }
+
+  #refuse(res: ServerResponse, status: number, text: string): void {
+    page(res, status, `Not linked to ${this.options.vendor.name}`, text);
+  }
+
+  #setCookie(res: ServerResponse, step: BrowserStep | undefined): void {
+    const value = step === undefined ? '' : this.#sealed.seal('browser', step);
+    const maxAge =
+      step === undefined ? 0 : Math.max(1, Math.ceil((step.flow.expiresAt - Date.now()) / 1000));
     res.setHeader(
       'set-cookie',
-      `${cookie}=${value}; Path=${base.pathname}; HttpOnly; SameSite=Lax; Max-Age=${maxAgeS}${secure ? '; Secure' : ''}`,
+      `${this.#cookie}=${value}; Path=${this.#base.pathname}; HttpOnly; SameSite=Lax; Max-Age=${maxAge}${this.#secure ? '; Secure' : ''}`,
     );
-  const refuse = (res: ServerResponse, status: number, text: string) =>
-    page(res, status, `Not linked to ${vendor.name}`, text);
-  const expired = 'This link has expired or is not valid. Ask again from your MCP client.';
+  }
 
-  async function start(url: URL, res: ServerResponse): Promise<void> {
-    const flow = open<Flow>('flow', url.searchParams.get('flow'));
-    if (flow === undefined || flow.expiresAt <= Date.now()) return refuse(res, 400, expired);
-    if (flow.owner.issuer !== 'api-key') {
-      return refuse(
+  /** The browser's step, if it is at `at` and the answer's state is its own; the cookie goes. */
+  #step(req: IncomingMessage, url: URL, res: ServerResponse, at: BrowserStep['at']) {
+    const step = this.#sealed.open<BrowserStep>('browser', cookieOf(req, this.#cookie));
+    this.#setCookie(res, undefined); // one browser step, one try
+    if (step === undefined || step.at !== at || url.searchParams.get('state') !== step.state) {
+      return undefined;
+    }
+    return step;
+  }
+
+  async #start(_req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+    const { idp, vendor, expectedLogins } = this.options;
+    const flow = this.#sealed.open<Flow>('flow', url.searchParams.get('flow'));
+    if (flow === undefined || flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
+    if (flow.owner.issuer === 'api-key') {
+      if (!expectedLogins.has(flow.owner.subject)) {
+        return this.#refuse(
+          res,
+          403,
+          `This server has not been told which ${vendor.name} account this API key links to. Nothing was linked; ask the server's operator.`,
+        );
+      }
+      return this.#toVendor(res, flow);
+    }
+    if (idp === undefined || idp.issuer !== flow.owner.issuer) {
+      return this.#refuse(
         res,
         403,
         'Linking for people signed in through the identity provider needs this server to sign the browser in with it first, which is not configured here. Nothing was linked.',
       );
     }
-    if (!options.expectedLogins.has(flow.owner.subject)) {
-      return refuse(
-        res,
-        403,
-        `This server has not been told which ${vendor.name} account this API key links to. Nothing was linked; ask the server's operator.`,
-      );
-    }
     const verifier = client.randomPKCECodeVerifier();
     const state = client.randomState();
-    const step: BrowserStep = { flow, verifier, state };
-    setCookie(res, seal('browser', step), Math.ceil((flow.expiresAt - Date.now()) / 1000));
-    const to = client.buildAuthorizationUrl(vendor.oauth, {
-      redirect_uri: callback,
+    const nonce = client.randomNonce();
+    this.#setCookie(res, { flow, at: 'idp', verifier, state, nonce });
+    const to = client.buildAuthorizationUrl(idp.config, {
+      redirect_uri: new URL('signed-in', this.#base).href,
+      scope: 'openid',
+      state,
+      nonce,
+      code_challenge: await client.calculatePKCECodeChallenge(verifier),
+      code_challenge_method: 'S256',
+    });
+    res.writeHead(302, { location: to.href, 'cache-control': 'no-store' });
+    res.end();
+  }
+
+  /** Back from the IdP: the browser's person must be the flow's owner before the vendor is asked. */
+  async #signedIn(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+    const { idp } = this.options;
+    const step = this.#step(req, url, res, 'idp');
+    if (step === undefined || idp === undefined) return this.#refuse(res, 400, ELSEWHERE);
+    if (step.flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
+    let claims: client.IDToken | undefined;
+    try {
+      const tokens = await client.authorizationCodeGrant(idp.config, url, {
+        pkceCodeVerifier: step.verifier,
+        expectedState: step.state,
+        ...(step.nonce === undefined ? {} : { expectedNonce: step.nonce }),
+        idTokenExpected: true,
+      });
+      claims = tokens.claims();
+    } catch (error) {
+      this.options.logger.warn(
+        { err: error },
+        'linking: the identity provider refused the sign-in',
+      );
+    }
+    if (claims === undefined) {
+      return this.#refuse(
+        res,
+        502,
+        'The identity provider did not sign you in. Nothing was linked.',
+      );
+    }
+    if (claims.iss !== step.flow.owner.issuer || claims.sub !== step.flow.owner.subject) {
+      return this.#refuse(
+        res,
+        403,
+        'You signed in as someone other than the person this link was made for. Nothing was linked.',
+      );
+    }
+    return this.#toVendor(res, step.flow);
+  }
+
+  /** Sends the browser to the vendor's authorization page, PKCE and state in its cookie. */
+  async #toVendor(res: ServerResponse, flow: Flow): Promise<void> {
+    const verifier = client.randomPKCECodeVerifier();
+    const state = client.randomState();
+    this.#setCookie(res, { flow, at: 'vendor', verifier, state });
+    const to = client.buildAuthorizationUrl(this.options.vendor.oauth, {
+      redirect_uri: new URL('callback', this.#base).href,
       state,
       code_challenge: await client.calculatePKCECodeChallenge(verifier),
       code_challenge_method: 'S256',
@@ -175,21 +308,14 @@ export function createConnect(options: ConnectOptions): Connect {
     res.end();
   }
 
-  async function finish(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
-    const step = open<BrowserStep>('browser', cookieOf(req, cookie));
-    // The cookie goes whatever happens next: one browser step, one try.
-    setCookie(res, '', 0);
-    if (step === undefined || url.searchParams.get('state') !== step.state) {
-      return refuse(
-        res,
-        400,
-        'This page must be reached from the link your MCP client showed, in the same browser. Nothing was linked.',
-      );
-    }
+  async #callback(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+    const { vendor, logger, server } = this.options;
+    const step = this.#step(req, url, res, 'vendor');
+    if (step === undefined) return this.#refuse(res, 400, ELSEWHERE);
     const { flow } = step;
-    if (flow.expiresAt <= Date.now()) return refuse(res, 400, expired);
-    if (!(await options.store.claim(flow.id, flowMs))) {
-      return refuse(res, 409, 'This link was used already. Nothing more was linked.');
+    if (flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
+    if (!(await this.options.store.claim(flow.id, this.#flowMs))) {
+      return this.#refuse(res, 409, 'This link was used already. Nothing more was linked.');
     }
     let tokens: client.TokenEndpointResponse;
     try {
@@ -199,33 +325,23 @@ export function createConnect(options: ConnectOptions): Connect {
       });
     } catch (error) {
       logger.warn({ err: error, server }, 'linking: the vendor refused the authorization code');
-      return refuse(
+      return this.#refuse(
         res,
         502,
         `${vendor.name} did not accept the authorization. Nothing was linked.`,
       );
     }
-    let account: Grant['account'];
-    try {
-      account = await vendor.whoami(tokens.access_token);
-    } catch (error) {
-      logger.warn({ err: error, server }, 'linking: the vendor did not say who the account is');
-      await vendor.revoke(tokens.access_token).catch(() => undefined);
-      return refuse(res, 502, `${vendor.name} did not say who you are. Nothing was linked.`);
-    }
-    const expected = options.expectedLogins.get(flow.owner.subject);
-    if (expected === undefined || expected.toLowerCase() !== account.login.toLowerCase()) {
-      await vendor.revoke(tokens.access_token).catch((error: unknown) => {
-        logger.warn({ err: error, server }, 'linking: could not revoke a refused token');
-      });
-      return refuse(
+    const account = await this.#account(tokens.access_token, flow);
+    if (typeof account === 'string')
+      return this.#refuse(
         res,
-        403,
-        `The ${vendor.name} account you signed in with is not the one this link is for. Nothing was linked.`,
+        account === 'unknown' ? 502 : 403,
+        account === 'unknown'
+          ? `${vendor.name} did not say who you are. Nothing was linked.`
+          : `The ${vendor.name} account you signed in with is not the one this link is for. Nothing was linked.`,
       );
-    }
-    await vault.put(flow.owner, grantOf(tokens, account));
-    options.onLinked?.(flow.owner, flow.elicitationId);
+    await this.options.vault.put(flow.owner, grantOf(tokens, account));
+    this.options.onLinked?.(flow.owner, flow.elicitationId);
     page(
       res,
       200,
@@ -234,37 +350,39 @@ export function createConnect(options: ConnectOptions): Connect {
     );
   }
 
-  return {
-    link: (owner, elicitationId) => {
-      const flow: Flow = {
-        id: randomBytes(16).toString('base64url'),
-        owner,
-        elicitationId,
-        expiresAt: Date.now() + flowMs,
-      };
-      const url = new URL('start', base);
-      url.searchParams.set('flow', seal('flow', flow));
-      return url.href;
-    },
-    handle: async (req, res) => {
-      const url = new URL(req.url ?? '/', base);
-      if (!url.pathname.startsWith(base.pathname)) return false;
-      const action = url.pathname.slice(base.pathname.length);
-      if (req.method !== 'GET' || (action !== 'start' && action !== 'callback')) {
-        page(res, 404, 'Not found', 'There is nothing here.');
-        return true;
+  /**
+   * Who the fresh token's account is — or why it is not linked (the token is then revoked): the
+   * vendor did not say, or an API key's principal signed in as another account than the one
+   * the operator named for it.
+   */
+  async #account(
+    accessToken: string,
+    flow: Flow,
+  ): Promise<Grant['account'] | 'unknown' | 'mismatch'> {
+    const { vendor, logger, server, expectedLogins } = this.options;
+    const revoke = () =>
+      vendor.revoke(accessToken).catch((error: unknown) => {
+        logger.warn({ err: error, server }, 'linking: could not revoke a refused token');
+      });
+    let account: Grant['account'];
+    try {
+      account = await vendor.whoami(accessToken);
+    } catch (error) {
+      logger.warn({ err: error, server }, 'linking: the vendor did not say who the account is');
+      await revoke();
+      return 'unknown';
+    }
+    if (flow.owner.issuer === 'api-key') {
+      const expected = expectedLogins.get(flow.owner.subject);
+      if (expected === undefined || expected.toLowerCase() !== account.login.toLowerCase()) {
+        await revoke();
+        return 'mismatch';
       }
-      try {
-        if (action === 'start') await start(url, res);
-        else await finish(req, url, res);
-      } catch (error) {
-        // The vault or the vendor failed under us: said plainly, logged, nothing half-linked.
-        logger.error({ err: error, server }, 'linking failed');
-        if (!res.headersSent)
-          refuse(res, 500, 'Something failed on our side. Nothing was linked; try again.');
-        else res.end();
-      }
-      return true;
-    },
-  };
+    }
+    return account;
+  }
+}
+
+export function createConnect(options: ConnectOptions): Connect {
+  return new ConnectPages(options);
 }
