@@ -11,7 +11,7 @@ import {
 import { hostname } from 'node:os';
 
 /**
- * One writer per audit file. Two processes appending to the same file interleave their chains,
+ * One writer per audit file (and one owner per grant file, `holdFileLock`). Two processes appending to the same file interleave their chains,
  * and the file then verifies as damaged; so a writer holds `<file>.lock` for as long as it has the
  * file open: created exclusively, holding who holds it, its time refreshed every few seconds.
  * A lock is taken over only when its holder is certainly gone: on this host (same hostname) a
@@ -68,6 +68,23 @@ function heldBy(lock: string): string | undefined {
 
 /** Takes the lock of an audit file (throws {@link AuditFileBusyError}); `release` gives it up. */
 export function holdAuditLock(path: string): { release(): void } {
+  return holdFileLock(
+    path,
+    (holder, lock) =>
+      new AuditFileBusyError(
+        `${path} is being written by ${holder} (its lock ${lock} is held): two writers would interleave their records and the log would verify as damaged. Give each server its own GATEHOUSE_AUDIT_FILE.`,
+      ),
+  );
+}
+
+/**
+ * Takes `<path>.lock` by the rules above for any file one process must own (an audit file, a
+ * grant file); `busy` is the error to throw, given who holds it and the lock's path.
+ */
+export function holdFileLock(
+  path: string,
+  busy: (holder: string, lock: string) => Error,
+): { release(): void } {
   const lock = `${path}.lock`;
   let fd: number | undefined;
   for (let attempt = 0; fd === undefined; attempt++) {
@@ -76,11 +93,7 @@ export function holdAuditLock(path: string): { release(): void } {
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== 'EEXIST' || attempt === 3) throw error;
       const holder = heldBy(lock);
-      if (holder !== undefined) {
-        throw new AuditFileBusyError(
-          `${path} is being written by ${holder} (its lock ${lock} is held): two writers would interleave their records and the log would verify as damaged. Give each server its own GATEHOUSE_AUDIT_FILE.`,
-        );
-      }
+      if (holder !== undefined) throw busy(holder, lock);
       try {
         unlinkSync(lock); // its holder is gone
       } catch {

@@ -28,7 +28,7 @@ export type {
 export { ReportBuilder } from './report.js';
 export { auditRecordSchema } from './schema.js';
 export { fdSink, fileSink, lastJsonLine, rotatedFiles } from './sinks.js';
-export { AuditFileBusyError } from './audit-lock.js';
+export { AuditFileBusyError, holdFileLock } from './audit-lock.js';
 export type { FileSinkOptions, LineSink } from './sinks.js';
 export { loadPublicKeys, verifyLines } from './verify.js';
 export type { Damage, DamageKind, VerifyOptions, VerifyReport } from './verify.js';

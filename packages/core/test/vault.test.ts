@@ -204,11 +204,13 @@ describe('the grant file', () => {
     const path = join(dir(), 'grants.json');
     const ring = Keyring.parse(`k1 ${key()}`, 'test');
     const a = grantOf('alice-gh');
-    await new Vault(ring, fileGrantStore(path, 'GATEHOUSE_VAULT_FILE')).put(alice, a);
+    const first = new Vault(ring, fileGrantStore(path, 'GATEHOUSE_VAULT_FILE'));
+    await first.put(alice, a);
+    await first.close();
     expect(statSync(path).mode & 0o777).toBe(0o600);
-    expect(await new Vault(ring, fileGrantStore(path, 'GATEHOUSE_VAULT_FILE')).get(alice)).toEqual(
-      a,
-    );
+    const again = new Vault(ring, fileGrantStore(path, 'GATEHOUSE_VAULT_FILE'));
+    expect(await again.get(alice)).toEqual(a);
+    await again.close();
     chmodSync(path, 0o644);
     expect(() => fileGrantStore(path, 'GATEHOUSE_VAULT_FILE')).toThrow(
       /GATEHOUSE_VAULT_FILE: .* is readable by others \(mode 644\)/,
@@ -216,5 +218,16 @@ describe('the grant file', () => {
     chmodSync(path, 0o600);
     writeFileSync(path, '[1, 2]');
     expect(() => fileGrantStore(path, 'GATEHOUSE_VAULT_FILE')).toThrow(/is not a grant file/);
+  });
+
+  it('serves one instance: a second opener is refused while the first holds it', async () => {
+    const path = join(dir(), 'grants.json');
+    const first = fileGrantStore(path, 'GATEHOUSE_VAULT_FILE');
+    expect(() => fileGrantStore(path, 'GATEHOUSE_VAULT_FILE')).toThrow(
+      /GATEHOUSE_VAULT_FILE: .*grants\.json is in use by this process .*replicas share grants through GATEHOUSE_REDIS_URL/,
+    );
+    await first.close();
+    const second = fileGrantStore(path, 'GATEHOUSE_VAULT_FILE');
+    await second.close();
   });
 });

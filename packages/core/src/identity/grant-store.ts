@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { chmodSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { holdFileLock } from '@gatehouse/audit';
 import { ConfigError } from '../errors.js';
 
 export interface GrantStore {
@@ -64,10 +65,27 @@ const RELEASE = `if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call
 /**
  * One JSON file of `key → record`, rewritten whole on each change (a temporary file, then a
  * rename: a crash leaves the old file or the new, never half of one), mode 0600. A file that
- * group or others can read is refused, as ssh refuses such a key. One process owns it: the
- * in-memory copy is the truth while it runs.
+ * group or others can read is refused, as ssh refuses such a key. One process owns it — it holds
+ * `<file>.lock` as an audit writer does, and a second process is refused (two would lose each
+ * other's grants, and refresh one grant twice): the in-memory copy is the truth while it runs.
  */
 export function fileGrantStore(path: string, variable: string): GrantStore {
+  const lock = holdFileLock(
+    path,
+    (holder, lockPath) =>
+      new ConfigError([
+        `${variable}: ${path} is in use by ${holder} (its lock ${lockPath} is held). A grant file serves one instance; replicas share grants through GATEHOUSE_REDIS_URL.`,
+      ]),
+  );
+  try {
+    return openGrantFile(path, variable, lock);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+function openGrantFile(path: string, variable: string, lock: { release(): void }): GrantStore {
   let records: Record<string, string> = {};
   try {
     const mode = statSync(path).mode;
@@ -112,7 +130,9 @@ export function fileGrantStore(path: string, variable: string): GrantStore {
     },
     exclusive: processLocks(),
     claim: processClaims(),
-    close: async () => undefined,
+    close: async () => {
+      lock.release();
+    },
   };
 }
 
