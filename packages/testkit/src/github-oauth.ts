@@ -1,5 +1,4 @@
 import { createHash, randomBytes } from 'node:crypto';
-import type { FakeCredential, FakeRepo } from './github-world.js';
 
 /**
  * A GitHub App's user access tokens in the fake: who is signed in to the fake's web pages, the
@@ -49,6 +48,12 @@ interface Authorization {
   refreshExpiresAt: number;
 }
 
+/** What a user's token reaches and may write to, now (github-world.ts `userReach`). */
+export interface UserReach {
+  readonly repos: readonly string[];
+  readonly writes: readonly string[];
+}
+
 /** A token endpoint answer: GitHub's JSON, errors included (which GitHub sends with 200). */
 export type TokenAnswer = Record<string, string | number>;
 
@@ -67,7 +72,7 @@ export class GitHubOAuth {
 
   constructor(
     readonly options: GitHubOAuthOptions,
-    private readonly reachOf: (login: string) => Pick<FakeCredential, 'repos' | 'writes'>,
+    private readonly reachOf: (login: string) => UserReach,
   ) {}
 
   /** The fake's clock: real time plus what `advance` added. */
@@ -207,7 +212,7 @@ export class GitHubOAuth {
   }
 
   /** Who an access token is, with what it reaches now; undefined once expired or revoked. */
-  credentialOf(token: string): FakeCredential | undefined {
+  credentialOf(token: string): ({ readonly login: string } & UserReach) | undefined {
     const authorization = this.#byAccess.get(token);
     if (authorization === undefined || authorization.accessExpiresAt <= this.now()) {
       return undefined;
@@ -248,28 +253,5 @@ function failure(error: string, description: string): TokenAnswer {
     error,
     error_description: description,
     error_uri: `https://docs.github.com/apps/managing-oauth-apps/troubleshooting-oauth-app-access-token-request-errors/#${error.replaceAll('_', '-')}`,
-  };
-}
-
-/**
- * What a user access token reaches: what both the app and the user can access [generate: "a
- * user access token can only access resources that both the user and app can access"] — public
- * repositories, and the private ones of the app's installations where the user is a
- * collaborator; and where it may write: the app's installations only (the app's `issues: write`
- * holds there and nowhere else; GitHub answers 403 "Resource not accessible by integration").
- */
-export function userReach(
-  repos: readonly FakeRepo[],
-  installations: readonly FakeCredential[],
-  login: string,
-): Pick<FakeCredential, 'repos' | 'writes'> {
-  const installed = repos.filter((r) =>
-    installations.some((i) => i.repos === '*' || i.repos.includes(`${r.owner}/${r.name}`)),
-  );
-  return {
-    repos: installed
-      .filter((r) => r.private && r.collaborators[login] !== undefined)
-      .map((r) => `${r.owner}/${r.name}`),
-    writes: installed.map((r) => `${r.owner}/${r.name}`),
   };
 }

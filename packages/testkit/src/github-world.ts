@@ -2,8 +2,8 @@ import { createHash, createPublicKey } from 'node:crypto';
 import type { KeyObject } from 'node:crypto';
 import { jwtVerify } from 'jose';
 import type { IncomingMessage } from 'node:http';
-import { GitHubOAuth, userReach } from './github-oauth.js';
-import type { GitHubOAuthOptions } from './github-oauth.js';
+import { GitHubOAuth } from './github-oauth.js';
+import type { GitHubOAuthOptions, UserReach } from './github-oauth.js';
 import { linkPages, readJson } from './http-fake.js';
 import type { FakeFailure, HttpFake, RouteContext, RouteHandler } from './http-fake.js';
 
@@ -264,5 +264,28 @@ export function githubRoutes(world: GitHubWorld, http: HttpFake<Caller>): GitHub
       return false;
     },
     paginate: (url, items) => linkPages(url, world.base, items, { pathPrefix: world.prefix }),
+  };
+}
+
+/**
+ * What a user access token reaches: what both the app and the user can access [generate: "a
+ * user access token can only access resources that both the user and app can access"] — public
+ * repositories, and the private ones of the app's installations where the user is a
+ * collaborator; and where it may write: the app's installations only (the app's `issues: write`
+ * holds there and nowhere else; GitHub answers 403 "Resource not accessible by integration").
+ */
+export function userReach(
+  repos: readonly FakeRepo[],
+  installations: readonly FakeCredential[],
+  login: string,
+): UserReach {
+  const installed = repos.filter((r) =>
+    installations.some((i) => i.repos === '*' || i.repos.includes(`${r.owner}/${r.name}`)),
+  );
+  return {
+    repos: installed
+      .filter((r) => r.private && r.collaborators[login] !== undefined)
+      .map((r) => `${r.owner}/${r.name}`),
+    writes: installed.map((r) => `${r.owner}/${r.name}`),
   };
 }
