@@ -12,6 +12,7 @@ import type {
 import * as z from 'zod';
 import type { Logger } from './logger.js';
 import type { Principal } from './principal.js';
+import type { UpstreamCredential, UpstreamIdentity } from './identity/mode.js';
 
 /** Whether a tool only reads (`read`) or changes something upstream (`write`). */
 export type Access = 'read' | 'write';
@@ -87,6 +88,13 @@ export interface RequestContext extends CallBounds {
   sealState(payload: unknown): Promise<string>;
   /** The verified payload of the `requestState` the client echoed, if any. */
   requestState<T = unknown>(): T | undefined;
+  /**
+   * The credential this call acts with upstream (ADR 0026): the service's, or — on a server with
+   * a per-person `identity` — the caller's own grant. Throws the answer that asks them to
+   * connect when they have none; never falls back to the service's unless the operator named
+   * this read tool for it.
+   */
+  credential(): Promise<UpstreamCredential>;
 }
 
 /** The context of a tool handler. */
@@ -354,6 +362,11 @@ export interface ServerDefinition {
   startup?: StartupCheck;
   /** Releases upstream resources (pools, clients) on shutdown. */
   close?: () => Promise<void>;
+  /**
+   * Acting as each person upstream (ADR 0026): the vault, the `/connect` pages and the vendor's
+   * refresh. Absent: every call acts with the service credential.
+   */
+  identity?: UpstreamIdentity;
   /**
    * What the start record (`gatehouse/start`) says of the server beyond its configuration and
    * tools: a file it read at start and its SHA-256, for instance. Secrets never go here.

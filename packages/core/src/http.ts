@@ -51,6 +51,11 @@ export interface HttpServerOptions extends AuthHooks {
   maxInflight?: number;
   /** Subscription streams (subscriptions/listen) open at once; beyond it, 429. */
   maxSubscriptions?: number;
+  /**
+   * Pages beside the MCP endpoint (`/connect/…`, ADR 0026): true when one answered the request.
+   * Their own checks apply (a browser reaches them, with no MCP credential).
+   */
+  pages?: (req: IncomingMessage, res: ServerResponse) => Promise<boolean>;
 }
 
 /** A running HTTP server. */
@@ -270,7 +275,18 @@ export async function startHttpServer(
       return;
     }
     if (url.pathname !== options.path) {
-      serveOther(req, res, url.pathname, options, () => draining);
+      const other = () => serveOther(req, res, url.pathname, options, () => draining);
+      if (options.pages === undefined) return other();
+      options.pages(req, res).then(
+        (answered) => {
+          if (!answered) other();
+        },
+        (error: unknown) => {
+          logger.error({ err: error }, 'unhandled error serving a page');
+          if (!res.headersSent) sendJson(res, 500, { error: 'internal error' });
+          else res.destroy();
+        },
+      );
       return;
     }
     traceHttpRequest(req, res, options.path, () => serveMcp(req, res)).catch((error: unknown) => {

@@ -292,6 +292,12 @@ async function createDefinition<S extends z.ZodObject>(
   closers.defer(definition.close!);
   const unknown = unknownToolNames(config as unknown as BaseConfig, definition.tools);
   if (unknown.length > 0) throw new ConfigError(unknown);
+  // Over stdio the configured credential already is the person's own (ADR 0026).
+  if (definition.identity !== undefined && (config as BaseConfig).GATEHOUSE_TRANSPORT !== 'http') {
+    throw new ConfigError([
+      `GATEHOUSE_TRANSPORT: acting as each person upstream needs the HTTP transport; over stdio the configured ${definition.identity.vendor} credential is already the local user's own`,
+    ]);
+  }
   return { definition, readiness: await checkAtStart(definition, logger) };
 }
 
@@ -537,6 +543,9 @@ async function serveOverHttp(
     keepAliveTimeoutMs: base.GATEHOUSE_HTTP_KEEPALIVE_MS,
     headersTimeoutMs: base.GATEHOUSE_HTTP_HEADERS_TIMEOUT_MS,
     ...(metrics === undefined ? {} : { onRequestDone: metrics.httpRequest.bind(metrics) }),
+    ...(definition.identity === undefined
+      ? {}
+      : { pages: definition.identity.connect.handle.bind(definition.identity.connect) }),
     ...httpAuditHooks(definition, parts.hashes, parts.audit, metrics),
   }).catch((error: unknown) => {
     throw new Error(`could not listen on ${base.GATEHOUSE_HOST}:${base.GATEHOUSE_PORT}`, {

@@ -1,3 +1,5 @@
+import { PolicyError } from '../errors.js';
+
 /** A person's grant at an upstream, and whose it is (ADR 0026). */
 
 /** Whose grant: the MCP principal (issuer and subject) on one server, for one upstream host. */
@@ -29,4 +31,26 @@ export interface Grant {
 /** The vendor refused a grant's refresh token (revoked, spent, expired): ask the person again. */
 export class GrantRevokedError extends Error {
   override readonly name = 'GrantRevokedError';
+}
+
+/**
+ * The person has no grant (or no grant can be theirs): the answer is the link to connect — a URL
+ * elicitation where the client can show one, else a tool error naming the link and what it is
+ * for. Recorded as a denial by the `upstream_identity` rule. Nothing was sent upstream.
+ */
+export class ConnectRequiredError extends PolicyError {
+  override readonly name = 'ConnectRequiredError';
+  constructor(
+    readonly vendor: string,
+    /** The link to connect, and the elicitation id it carries; absent when none can help. */
+    readonly link: { readonly url: string; readonly elicitationId: string } | undefined,
+    message?: string,
+  ) {
+    super(
+      'upstream_identity',
+      message ??
+        `Connect your ${vendor} account first: open ${link?.url ?? ''} in your browser, sign in, then call again. Until then nothing is sent to ${vendor} for you.`,
+      { code: 'connect_required' },
+    );
+  }
 }

@@ -20,7 +20,8 @@ import { toolErrorResult } from './failures.js';
 const confirmationOf = (tool: ToolDefinition, args: unknown): string =>
   sha256Canonical({ tool: tool.name, args });
 
-function clientCapabilities(
+/** What the client declared it can do (the envelope's in the 2026-07-28 era). */
+export function clientCapabilitiesOf(
   connection: Connection,
   sctx: ServerContext,
 ): ClientCapabilities | undefined {
@@ -55,7 +56,7 @@ function confirmation(
   }
   const { runtime, era } = connection;
   const canAsk =
-    clientCapabilities(connection, sctx)?.elicitation !== undefined &&
+    clientCapabilitiesOf(connection, sctx)?.elicitation !== undefined &&
     (era === 'modern' || runtime.transport !== 'http');
   if (canAsk) return 'ask';
   if (runtime.confirmWrites?.fallback === 'proceed') return 'confirmed';

@@ -13,6 +13,7 @@ import {
 import type { Server, ServerContext } from '@modelcontextprotocol/server';
 import type { RequestContext } from '../define.js';
 import type { Logger } from '../logger.js';
+import { credentialFor } from '../identity/mode.js';
 import type { Decision } from '../policy.js';
 import type { Principal } from '../principal.js';
 import { frameUntrusted } from '../sanitize.js';
@@ -105,6 +106,7 @@ export class Connection {
       canRequestClient: era === 'legacy' && transport !== 'http',
       mcp: sctx,
       sealState: (payload) => this.stateCodec.mint(payload, sctx),
+      credential: () => credentialFor(this.prepared.definition.identity, this.principal),
       requestState: <T>() => sctx.mcpReq.requestState<T>(),
     };
   }

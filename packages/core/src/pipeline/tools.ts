@@ -3,6 +3,7 @@
  * a tool is found, parsed, confirmed, run with its context (progress, logs, previews) and
  * shaped, and that refusals answer as tool errors the model can act on.
  */
+import { inputRequired } from '@modelcontextprotocol/server';
 import type {
   CallToolResult,
   InputRequiredResult,
@@ -12,10 +13,12 @@ import * as z from 'zod';
 import type { DryRunPreview, ToolContext, ToolDefinition } from '../define.js';
 import { paginate } from '../pagination.js';
 import { sanitizeDeep, sanitizeText } from '../sanitize.js';
-import { confirmWrite } from './confirm.js';
+import { clientCapabilitiesOf, confirmWrite } from './confirm.js';
 import type { Connection } from './connection.js';
 import { refuseBoundArguments, resolveBound } from './bound.js';
 import { Refusal, unknownName } from './failures.js';
+import { ConnectRequiredError } from '../identity/grant.js';
+import { credentialFor } from '../identity/mode.js';
 import type { PreparedTool } from './prepare.js';
 import { shapeToolResult } from './results.js';
 import { runRequest } from './runner.js';
@@ -143,6 +146,8 @@ async function runHandler(
       {
         dryRun,
         bound,
+        credential: () =>
+          credentialFor(connection.prepared.definition.identity, connection.principal, tool),
         preview: (wouldSend: unknown, summary: string): DryRunPreview => ({
           dryRun: true,
           summary,
@@ -167,8 +172,40 @@ async function runHandler(
         },
       },
     );
-    return await tool.handler(args, ctx);
+    try {
+      return await tool.handler(args, ctx);
+    } catch (error) {
+      // Asking the person to connect is an answer, recorded as one (input required), as a
+      // write's confirmation question is; where it cannot be asked, the denial names the link.
+      const asking =
+        error instanceof ConnectRequiredError && error.link !== undefined
+          ? connectAnswer(connection, sctx, error.link)
+          : undefined;
+      if (asking === undefined) throw error;
+      return asking;
+    }
   } finally {
     finished = true;
   }
+}
+
+/**
+ * The link to connect, as a URL elicitation the client shows its user (ADR 0026): an
+ * input-required result in the 2026-07-28 era, to a client that declared URL elicitation.
+ * Undefined otherwise, and the tool error names the link: a 2025-era request over stateless HTTP
+ * is a fresh session whose client declared nothing the server can see, and a server may not send
+ * a mode the client did not declare (so no -32042 either); identity is refused over stdio.
+ */
+function connectAnswer(
+  connection: Connection,
+  sctx: ServerContext,
+  link: NonNullable<ConnectRequiredError['link']>,
+): InputRequiredResult | undefined {
+  if (connection.era !== 'modern') return undefined;
+  if (clientCapabilitiesOf(connection, sctx)?.elicitation?.url === undefined) return undefined;
+  const vendor = connection.prepared.definition.identity?.vendor ?? 'the upstream service';
+  const message = `Connect your ${vendor} account to continue: this server acts on ${vendor} as you, never as a shared account.`;
+  return inputRequired({
+    inputRequests: { connect: inputRequired.elicitUrl({ message, url: link.url }) },
+  });
 }

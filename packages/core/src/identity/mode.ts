@@ -1,0 +1,86 @@
+/**
+ * The identity a call acts with upstream (ADR 0026): the service credential, or the person's own
+ * grant. In `user` mode nothing falls back — a person with no grant gets the link to connect,
+ * and no upstream call at all — except for the read tools the operator named, which may use the
+ * service credential instead.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Principal } from '../principal.js';
+import type { Connect } from './connect.js';
+import { ConnectRequiredError } from './grant.js';
+import type { Grant, GrantOwner } from './grant.js';
+import type { Vault } from './vault.js';
+
+/** What a server acting per person needs (built by the server from its configuration). */
+export interface UpstreamIdentity {
+  /** The vendor, as people know it (`GitHub`). */
+  readonly vendor: string;
+  /** The upstream host grants are for (`github.com`, a GitHub Enterprise host). */
+  readonly upstream: string;
+  /** The server's name (`gatehouse-github`). */
+  readonly server: string;
+  readonly vault: Vault;
+  readonly connect: Connect;
+  /** Refreshes a grant at the vendor (`refreshGrant` with the vendor's OAuth client). */
+  refresh(grant: Grant): Promise<Grant>;
+  /** The issuer of principals from OAuth tokens (GATEHOUSE_OAUTH_ISSUER). */
+  readonly oauthIssuer?: string | undefined;
+  /** Read tools that may use the service credential when the person has no grant. */
+  readonly readFallback?: ReadonlySet<string> | undefined;
+}
+
+/** The credential one call acts with upstream. */
+export type UpstreamCredential =
+  | { readonly kind: 'service' }
+  | { readonly kind: 'user'; readonly grant: Grant; readonly owner: GrantOwner };
+
+/**
+ * Whose grant a principal's calls use: its issuer and subject, from authentication only. A
+ * principal with neither (stdio's local user, an unauthenticated loopback caller) has none.
+ */
+export function ownerOf(identity: UpstreamIdentity, principal: Principal): GrantOwner | undefined {
+  const issuer =
+    principal.authMethod === 'api_key'
+      ? 'api-key'
+      : principal.authMethod === 'oauth'
+        ? identity.oauthIssuer
+        : undefined;
+  if (issuer === undefined) return undefined;
+  return {
+    server: identity.server,
+    issuer,
+    subject: principal.id,
+    upstream: identity.upstream,
+  };
+}
+
+/**
+ * The credential for a call by `principal` (of `tool`, if a tool): the service's when the server
+ * has no per-person identity; else the person's grant, refreshed if it is about to expire. With
+ * no grant: the service's only for a read tool the operator named; otherwise
+ * {@link ConnectRequiredError}, carrying the link to connect.
+ */
+export async function credentialFor(
+  identity: UpstreamIdentity | undefined,
+  principal: Principal,
+  tool?: { readonly name: string; readonly access: 'read' | 'write' },
+): Promise<UpstreamCredential> {
+  if (identity === undefined) return { kind: 'service' };
+  const owner = ownerOf(identity, principal);
+  const grant =
+    owner === undefined ? undefined : await identity.vault.fresh(owner, (g) => identity.refresh(g));
+  if (owner !== undefined && grant !== undefined) return { kind: 'user', grant, owner };
+  if (tool?.access === 'read' && identity.readFallback?.has(tool.name) === true) {
+    return { kind: 'service' };
+  }
+  if (owner === undefined) {
+    throw new ConnectRequiredError(
+      identity.vendor,
+      undefined,
+      `This server acts on ${identity.vendor} as each person, and this caller is not a person it can tell apart (no API key or token). Nothing was sent to ${identity.vendor}.`,
+    );
+  }
+  const elicitationId = randomUUID();
+  const url = identity.connect.link(owner, elicitationId);
+  throw new ConnectRequiredError(identity.vendor, { url, elicitationId });
+}
