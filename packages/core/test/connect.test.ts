@@ -4,7 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
-import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import { startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { startTestIdp } from '@gatehouse/testkit/idp';
 import type { TestIdp } from '@gatehouse/testkit/idp';
@@ -98,16 +98,7 @@ beforeAll(async () => {
   });
   await new Promise<void>((resolve) => http.listen(0, '127.0.0.1', resolve));
   publicUrl = `http://127.0.0.1:${(http.address() as { port: number }).port}`;
-  fake = await startGitHubFake({
-    repos: githubSeed(),
-    app: {
-      id: 4242,
-      publicKey: (await import('node:crypto'))
-        .generateKeyPairSync('rsa', { modulusLength: 2048 })
-        .publicKey.export({ type: 'spki', format: 'pem' })
-        .toString(),
-      installations: { 77: { login: 'gatehouse[bot]', repos: ['acme/api'] } },
-    },
+  fake = await startGitHubAppFake({
     oauth: {
       clientId: CLIENT.id,
       clientSecret: CLIENT.secret,

@@ -5,7 +5,7 @@ import { randomBytes } from 'node:crypto';
 import { Octokit } from '@octokit/rest';
 import { startRedis } from '@gatehouse/testkit';
 import type { TestRedis } from '@gatehouse/testkit';
-import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import { startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -39,16 +39,7 @@ const ring = Keyring.parse(`k1 ${randomBytes(32).toString('base64')}`, 'test');
 
 beforeAll(async () => {
   redis = await startRedis();
-  fake = await startGitHubFake({
-    repos: githubSeed(),
-    app: {
-      id: 4242,
-      publicKey: (await import('node:crypto'))
-        .generateKeyPairSync('rsa', { modulusLength: 2048 })
-        .publicKey.export({ type: 'spki', format: 'pem' })
-        .toString(),
-      installations: { 77: { login: 'gatehouse[bot]', repos: ['acme/api'] } },
-    },
+  fake = await startGitHubAppFake({
     oauth: {
       clientId: CLIENT.id,
       clientSecret: CLIENT.secret,

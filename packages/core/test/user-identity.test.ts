@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { connectHttp, freePort, spawnServer } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
-import { githubSeed, startGitHubFake } from '@gatehouse/testkit/github';
+import { startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
@@ -31,16 +31,7 @@ let identityEnv: Record<string, string>;
 beforeAll(async () => {
   const port = await freePort();
   const publicUrl = `http://127.0.0.1:${port}/mcp`;
-  fake = await startGitHubFake({
-    repos: githubSeed(),
-    app: {
-      id: 4242,
-      publicKey: (await import('node:crypto'))
-        .generateKeyPairSync('rsa', { modulusLength: 2048 })
-        .publicKey.export({ type: 'spki', format: 'pem' })
-        .toString(),
-      installations: { 77: { login: 'gatehouse[bot]', repos: ['acme/api'] } },
-    },
+  fake = await startGitHubAppFake({
     oauth: {
       clientId: CLIENT.id,
       clientSecret: CLIENT.secret,

@@ -1,9 +1,10 @@
-import { randomBytes } from 'node:crypto';
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import { HttpFake } from './http-fake.js';
 import type { FakeResponse } from './http-fake.js';
 import { accountRoutes } from './github-routes-account.js';
 import { oauthRoutes } from './github-routes-oauth.js';
-import type { GitHubOAuth } from './github-oauth.js';
+import type { GitHubOAuth, GitHubOAuthOptions } from './github-oauth.js';
+import { githubSeed } from './github-seed.js';
 import { issueRoutes } from './github-routes-issues.js';
 import { repoRoutes } from './github-routes-repo.js';
 import { searchRoutes } from './github-routes-search.js';
@@ -129,4 +130,28 @@ export async function startGitHubFake(options: GitHubFakeOptions): Promise<GitHu
     rootUrl: world.base.slice(0, world.base.length - world.prefix.length),
     close: () => http.close(),
   };
+}
+
+/**
+ * The fake with a GitHub App whose users sign in through its OAuth side (github-oauth.ts): the
+ * seed's repositories (or `repos`), the app installed on `installed` (default `acme/api`), and
+ * `oauth.users` able to sign in. The app's own key is made here (its JWTs are not used).
+ */
+export async function startGitHubAppFake(options: {
+  readonly oauth: GitHubOAuthOptions;
+  readonly installed?: readonly string[];
+  readonly repos?: FakeRepo[];
+}): Promise<GitHubFake> {
+  const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  return startGitHubFake({
+    repos: options.repos ?? githubSeed(),
+    app: {
+      id: 4242,
+      publicKey: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+      installations: {
+        77: { login: 'gatehouse[bot]', repos: [...(options.installed ?? ['acme/api'])] },
+      },
+    },
+    oauth: options.oauth,
+  });
 }

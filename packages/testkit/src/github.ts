@@ -1,6 +1,7 @@
 /** `@gatehouse/testkit/github`: a loopback GitHub REST API, its seed world, OpenAPI validation. */
-export { startGitHubFake } from './github-fake.js';
+export { startGitHubAppFake, startGitHubFake } from './github-fake.js';
 export type { GitHubFake } from './github-fake.js';
+export type { GitHubOAuthOptions } from './github-oauth.js';
 export { parseSearchQuery } from './github-routes-search.js';
 export type {
   FakeComment,

@@ -1,7 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { Octokit } from '@octokit/rest';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { githubSeed, startGitHubFake, validateGitHubResponses } from '../src/github.js';
+import { githubSeed, startGitHubAppFake, validateGitHubResponses } from '../src/github.js';
 import type { GitHubFake } from '../src/github.js';
 
 // A GitHub App's user access tokens in the fake (github-oauth.ts cites the GitHub page of each
@@ -17,16 +17,9 @@ beforeAll(async () => {
   const repos = githubSeed();
   // alice may write to the private acme/web; bob is no collaborator anywhere private.
   repos.find((r) => r.name === 'web')!.collaborators.alice = 'write';
-  fake = await startGitHubFake({
+  fake = await startGitHubAppFake({
     repos,
-    app: {
-      id: 4242,
-      publicKey: (await import('node:crypto'))
-        .generateKeyPairSync('rsa', { modulusLength: 2048 })
-        .publicKey.export({ type: 'spki', format: 'pem' })
-        .toString(),
-      installations: { 77: { login: 'gatehouse[bot]', repos: ['acme/api', 'acme/web'] } },
-    },
+    installed: ['acme/api', 'acme/web'],
     oauth: {
       clientId: CLIENT.id,
       clientSecret: CLIENT.secret,
