@@ -21,6 +21,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type { Logger } from '../logger.js';
+import { sanitizeText } from '../sanitize.js';
 import type { Grant, GrantOwner } from './grant.js';
 import type { GrantStore } from './grant-store.js';
 import type { Keyring } from './keyring.js';
@@ -90,8 +91,9 @@ export interface Connect {
   handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
 }
 
+/** A page's text: cleaned like every answer (a vendor's login among it), then HTML-escaped. */
 const escape = (text: string): string =>
-  text.replace(
+  sanitizeText(text).text.replace(
     /[&<>"']/g,
     (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!,
   );

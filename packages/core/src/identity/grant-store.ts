@@ -4,9 +4,10 @@
  * hashed keys: nothing in it names a person or holds a token in the clear.
  */
 import { randomUUID } from 'node:crypto';
-import { chmodSync, readFileSync, renameSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, renameSync, writeFileSync } from 'node:fs';
 import { holdFileLock } from '@gatehouse/audit';
 import { ConfigError } from '../errors.js';
+import { privateFileText } from './private-file.js';
 
 export interface GrantStore {
   readonly name: 'redis' | 'file';
@@ -86,45 +87,39 @@ export function fileGrantStore(path: string, variable: string): GrantStore {
 }
 
 function openGrantFile(path: string, variable: string, lock: { release(): void }): GrantStore {
-  let records: Record<string, string> = {};
-  try {
-    const mode = statSync(path).mode;
-    if ((mode & 0o077) !== 0) {
-      throw new ConfigError([
-        `${variable}: ${path} is readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`,
-      ]);
+  const records = new Map<string, string>();
+  const text = privateFileText(path, variable, 'empty');
+  if (text !== undefined) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = undefined;
     }
-    const parsed: unknown = JSON.parse(readFileSync(path, 'utf8'));
     if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) {
-      throw new ConfigError([`${variable}: ${path} is not a grant file (a JSON object)`]);
-    }
-    records = Object.fromEntries(Object.entries(parsed).filter(([, v]) => typeof v === 'string'));
-  } catch (error) {
-    if (error instanceof ConfigError) throw error;
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code !== 'ENOENT') {
       throw new ConfigError([
-        `${variable}: cannot read ${path} (${code ?? 'not JSON'}); move it away to start empty`,
+        `${variable}: ${path} is not a grant file (a JSON object); move it away to start empty`,
       ]);
+    }
+    for (const [key, record] of Object.entries(parsed)) {
+      if (typeof record === 'string') records.set(key, record);
     }
   }
   const save = (): void => {
     const temporary = `${path}.${process.pid}.tmp`;
-    writeFileSync(temporary, `${JSON.stringify(records)}\n`, { mode: 0o600 });
-    chmodSync(temporary, 0o600);
+    writeFileSync(temporary, `${JSON.stringify(Object.fromEntries(records))}\n`, { mode: 0o600 });
+    chmodSync(temporary, 0o600); // a temporary file a crash left keeps its old mode otherwise
     renameSync(temporary, path);
   };
   return {
     name: 'file',
-    get: async (key) => (Object.hasOwn(records, key) ? records[key] : undefined),
+    get: async (key) => records.get(key),
     set: async (key, record) => {
-      records = { ...records, [key]: record };
+      records.set(key, record);
       save();
     },
     delete: async (key) => {
-      if (!Object.hasOwn(records, key)) return false;
-      const { [key]: _gone, ...rest } = records;
-      records = rest;
+      if (!records.delete(key)) return false;
       save();
       return true;
     },

@@ -8,8 +8,8 @@
  * not open (GCM's tag covers the data it was sealed with).
  */
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { readFileSync, statSync } from 'node:fs';
 import { ConfigError } from '../errors.js';
+import { privateFileText } from './private-file.js';
 
 /** The format's tag: `g1.<key id>.<iv>.<ciphertext>.<tag>`, base64url. */
 const FORMAT = 'g1';
@@ -38,21 +38,7 @@ export class Keyring {
    * readable by group or others. Problems name the file, the line and the variable, never a key.
    */
   static fromFile(path: string, variable: string): Keyring {
-    let text: string;
-    try {
-      const mode = statSync(path).mode;
-      if ((mode & 0o077) !== 0) {
-        throw new ConfigError([
-          `${variable}: ${path} is readable by others (mode ${(mode & 0o777).toString(8)}); chmod 600 it`,
-        ]);
-      }
-      text = readFileSync(path, 'utf8');
-    } catch (error) {
-      if (error instanceof ConfigError) throw error;
-      throw new ConfigError([
-        `${variable}: cannot read ${path} (${(error as NodeJS.ErrnoException).code ?? 'error'})`,
-      ]);
-    }
+    const text = privateFileText(path, variable, 'refuse')!;
     return Keyring.parse(text, `${variable} (${path})`);
   }
 

@@ -14,8 +14,8 @@ export interface UpstreamOAuthOptions {
   readonly clientSecret: string;
 }
 
-/** Error codes of a token endpoint that mean "this grant is gone" (RFC 6749 §5.2; GitHub's). */
-const GONE = new Set(['invalid_grant', 'bad_refresh_token', 'bad_verification_code']);
+/** Error codes of a refresh that mean "this grant is gone" (RFC 6749 §5.2; GitHub's). */
+const GONE = new Set(['invalid_grant', 'bad_refresh_token']);
 
 function isLoopback(url: URL): boolean {
   return ['127.0.0.1', '[::1]', 'localhost'].includes(url.hostname);

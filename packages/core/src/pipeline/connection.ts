@@ -11,7 +11,7 @@ import {
   createRequestStateCodec,
 } from '@modelcontextprotocol/server';
 import type { Server, ServerContext } from '@modelcontextprotocol/server';
-import type { RequestContext } from '../define.js';
+import type { RequestContext, ToolDefinition } from '../define.js';
 import type { Logger } from '../logger.js';
 import { credentialFor } from '../identity/mode.js';
 import type { Decision } from '../policy.js';
@@ -80,6 +80,8 @@ export class Connection {
     eventId: string,
     signal: AbortSignal,
     deadline = Date.now() + this.runtime.toolTimeoutMs,
+    /** The tool called, if a tool: a read the operator named may use the service credential. */
+    tool?: Pick<ToolDefinition, 'name' | 'access'>,
   ): RequestContext {
     const { logger, transport } = this.runtime;
     const era = this.era;
@@ -106,7 +108,7 @@ export class Connection {
       canRequestClient: era === 'legacy' && transport !== 'http',
       mcp: sctx,
       sealState: (payload) => this.stateCodec.mint(payload, sctx),
-      credential: () => credentialFor(this.prepared.definition.identity, this.principal),
+      credential: () => credentialFor(this.prepared.definition.identity, this.principal, tool),
       requestState: <T>() => sctx.mcpReq.requestState<T>(),
     };
   }

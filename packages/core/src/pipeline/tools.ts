@@ -18,7 +18,6 @@ import type { Connection } from './connection.js';
 import { refuseBoundArguments, resolveBound } from './bound.js';
 import { Refusal, unknownName } from './failures.js';
 import { ConnectRequiredError } from '../identity/grant.js';
-import { credentialFor } from '../identity/mode.js';
 import type { PreparedTool } from './prepare.js';
 import { shapeToolResult } from './results.js';
 import { runRequest } from './runner.js';
@@ -142,12 +141,10 @@ async function runHandler(
   let finished = false;
   try {
     const ctx: ToolContext = Object.assign(
-      connection.contextFor(sctx, attempt.eventId, signal, deadline),
+      connection.contextFor(sctx, attempt.eventId, signal, deadline, tool),
       {
         dryRun,
         bound,
-        credential: () =>
-          credentialFor(connection.prepared.definition.identity, connection.principal, tool),
         preview: (wouldSend: unknown, summary: string): DryRunPreview => ({
           dryRun: true,
           summary,
