@@ -298,7 +298,28 @@ async function createDefinition<S extends z.ZodObject>(
       `GATEHOUSE_TRANSPORT: acting as each person upstream needs the HTTP transport; over stdio the configured ${definition.identity.vendor} credential is already the local user's own`,
     ]);
   }
+  const problems = identityProblems(config, definition);
+  if (problems.length > 0) throw new ConfigError(problems);
   return { definition, readiness: await checkAtStart(definition, logger) };
+}
+
+/**
+ * What the identity mode asks of the server itself: a server told to act as each person that
+ * built no identity would act as the service for everyone — refused, as is a read fallback that
+ * names anything but one of its read tools.
+ */
+function identityProblems(config: Record<string, unknown>, definition: ServerDefinition): string[] {
+  const { identity } = definition;
+  if (config.GATEHOUSE_IDENTITY === 'user' && identity === undefined) {
+    return [`GATEHOUSE_IDENTITY: ${definition.name} cannot act as each person; use service`];
+  }
+  const reads = new Set(definition.tools.filter((t) => t.access === 'read').map((t) => t.name));
+  return [...(identity?.readFallback ?? [])]
+    .filter((name) => !reads.has(name))
+    .map(
+      (name) =>
+        `GATEHOUSE_IDENTITY_READ_FALLBACK: ${name} is not a read tool of this server (${[...reads].join(', ')})`,
+    );
 }
 
 /** Step 4: rate limits shared by the replicas (Redis); each up/down transition logged and audited. */

@@ -4,6 +4,7 @@
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { Server } from 'node:http';
+import { TestBrowser } from '@gatehouse/testkit';
 import { startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { startTestIdp } from '@gatehouse/testkit/idp';
@@ -81,7 +82,7 @@ function make(flowMs?: number, withIdp = false): { connect: Connect; vault: Vaul
       expectedLogins: new Map([['ci-alice', 'alice']]),
       logger: createLogger({ level: 'silent' }),
       ...(flowMs === undefined ? {} : { flowMs }),
-      ...(withIdp ? { idp: { issuer: idp.issuer, config: idpConfig } } : {}),
+      ...(withIdp ? { idp: { issuer: idp.issuer, config: async () => idpConfig } } : {}),
       onLinked: (owner, elicitation) => linked.push([owner, elicitation]),
     }),
   };
@@ -132,37 +133,8 @@ afterAll(async () => {
   await new Promise((resolve) => http?.close(resolve));
 });
 
-/** A browser: its own cookies per origin; follows redirects across origins. */
-class Browser {
-  readonly #jar = new Map<string, Map<string, string>>();
-  /** Where the last redirect pointed, before it was followed. */
-  readonly visited: string[] = [];
-
-  async go(start: string, follow = true): Promise<{ status: number; text: string; url: string }> {
-    let url = new URL(start);
-    for (let hops = 0; hops < 10; hops++) {
-      this.visited.push(url.href);
-      const jar = this.#jar.get(url.origin) ?? new Map<string, string>();
-      this.#jar.set(url.origin, jar);
-      const answer = await fetch(url, {
-        redirect: 'manual',
-        headers: { cookie: [...jar].map(([k, v]) => `${k}=${v}`).join('; ') },
-      });
-      for (const set of answer.headers.getSetCookie()) {
-        const [pair, ...attributes] = set.split(';');
-        const [name, ...value] = pair!.split('=');
-        if (attributes.some((a) => a.trim() === 'Max-Age=0')) jar.delete(name!.trim());
-        else jar.set(name!.trim(), value.join('='));
-      }
-      const location = answer.headers.get('location');
-      if (location === null || !follow) {
-        return { status: answer.status, text: await answer.text(), url: url.href };
-      }
-      url = new URL(location, url);
-    }
-    throw new Error('too many redirects');
-  }
-
+/** A browser that can sign in to the fake GitHub and to the IdP. */
+class Browser extends TestBrowser {
   /** Signs in to the fake GitHub as `login`. */
   async signIn(login: string): Promise<this> {
     await this.go(`${fake.rootUrl}/login?login=${login}`);

@@ -101,8 +101,8 @@ describe('a grant about to expire', () => {
     const grant = await connectAlice();
     const service = `refresh-${randomBytes(4).toString('hex')}`;
     const [one, two] = [
-      new Vault(ring, await redisGrantStore(redis.url, service)),
-      new Vault(ring, await redisGrantStore(redis.url, service)),
+      new Vault(ring, redisGrantStore(redis.url, service)),
+      new Vault(ring, redisGrantStore(redis.url, service)),
     ];
     // Far from expiry: no refresh at all.
     await one.put(owner, grant);
@@ -137,7 +137,7 @@ describe('a grant about to expire', () => {
   });
 
   it('is deleted when GitHub refuses its refresh token, and kept when GitHub cannot be reached', async () => {
-    const vault = new Vault(ring, await redisGrantStore(redis.url, `gone-${Date.now()}`));
+    const vault = new Vault(ring, redisGrantStore(redis.url, `gone-${Date.now()}`));
     const grant = expiring(await connectAlice());
     await vault.put(owner, grant);
     // Unreachable: the call fails, the grant stays for the next one.

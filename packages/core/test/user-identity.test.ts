@@ -10,7 +10,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { connectHttp, freePort, spawnServer } from '@gatehouse/testkit';
+import { TestBrowser, connectHttp, freePort, spawnServer } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
@@ -63,9 +63,11 @@ beforeAll(async () => {
     IDENTITY_GITHUB_API: fake.url,
     IDENTITY_CLIENT_ID: CLIENT.id,
     IDENTITY_CLIENT_SECRET: CLIENT.secret,
-    IDENTITY_KEY_FILE: keyFile,
-    IDENTITY_GRANT_FILE: join(dir, 'grants.json'),
-    IDENTITY_EXPECTED_LOGINS: JSON.stringify({ 'ci-alice': 'alice', 'ci-bob': 'bob' }),
+    GATEHOUSE_IDENTITY: 'user',
+    GATEHOUSE_VAULT_KEYS_FILE: keyFile,
+    GATEHOUSE_GRANTS_FILE: join(dir, 'grants.json'),
+    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=alice,ci-bob=bob',
+    GATEHOUSE_IDENTITY_READ_FALLBACK: 'identity_peek',
   };
   server = await spawnServer(process.execPath, [fixture], { env: identityEnv });
 });
@@ -75,27 +77,11 @@ afterAll(async () => {
   await fake?.close();
 });
 
-/** A browser signed in to the fake GitHub: opens a link, follows redirects, keeps cookies. */
+/** A browser signed in to the fake GitHub as `login` opens `link`. */
 async function openAs(login: string, link: string): Promise<{ status: number; text: string }> {
-  const jar = new Map<string, string>();
-  const go = async (start: string) => {
-    let url = new URL(start);
-    for (let hops = 0; hops < 10; hops++) {
-      const answer = await fetch(url, {
-        redirect: 'manual',
-        headers: { cookie: jar.get(url.origin) ?? '' },
-      });
-      const set = answer.headers.getSetCookie().map((c) => c.split(';')[0]!);
-      if (set.length > 0)
-        jar.set(url.origin, [jar.get(url.origin), ...set].filter(Boolean).join('; '));
-      const location = answer.headers.get('location');
-      if (location === null) return { status: answer.status, text: await answer.text() };
-      url = new URL(location, url);
-    }
-    throw new Error('too many redirects');
-  };
-  await go(`${fake.rootUrl}/login?login=${login}`);
-  return go(link);
+  const browser = new TestBrowser();
+  await browser.go(`${fake.rootUrl}/login?login=${login}`);
+  return browser.go(link);
 }
 
 const connectAs = (who: keyof typeof KEYS, era: 'legacy' | 'modern', url = true) =>
@@ -177,7 +163,7 @@ describe('a server acting as each person upstream', () => {
         PATH: process.env.PATH ?? '',
         ...env,
         GATEHOUSE_TRANSPORT: 'stdio',
-        IDENTITY_GRANT_FILE: join(dir, 'grants.json'),
+        GATEHOUSE_GRANTS_FILE: join(dir, 'grants.json'),
       },
       input: '',
       encoding: 'utf8',

@@ -71,7 +71,7 @@ const stores: Array<[string, () => Promise<{ store: GrantStore; raw: () => Promi
   [
     'Redis',
     async () => ({
-      store: await redisGrantStore(redis.url, `vault-${randomBytes(4).toString('hex')}`),
+      store: redisGrantStore(redis.url, `vault-${randomBytes(4).toString('hex')}`),
       raw: redisDump,
     }),
   ],
@@ -164,8 +164,8 @@ describe('the key file', () => {
   });
 
   it.each([
-    [['k1 c2hvcnQ='], 'line 1: key "k1" is not 32 bytes in base64'],
-    [[`k1 ${key()}`, `k1 ${key()}`], 'line 2: key id "k1" appears twice'],
+    [['k1 c2hvcnQ='], 'line 1: the key is not 32 bytes in base64'],
+    [[`k1 ${key()}`, `k1 ${key()}`], 'line 2: its key id appears on an earlier line too'],
     [[`k1 ${key()} extra`], 'line 1: expected "<key id> <base64 key>"'],
     [[`bad/id ${key()}`], 'line 1: expected "<key id> <base64 key>"'],
     [['# nothing here'], 'holds no key'],

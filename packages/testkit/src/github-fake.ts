@@ -141,6 +141,8 @@ export async function startGitHubAppFake(options: {
   readonly oauth: GitHubOAuthOptions;
   readonly installed?: readonly string[];
   readonly repos?: FakeRepo[];
+  /** Personal access tokens besides the app's (a service credential). */
+  readonly tokens?: GitHubFakeOptions['tokens'];
 }): Promise<GitHubFake> {
   const { publicKey } = generateKeyPairSync('rsa', { modulusLength: 2048 });
   return startGitHubFake({
@@ -153,5 +155,6 @@ export async function startGitHubAppFake(options: {
       },
     },
     oauth: options.oauth,
+    ...(options.tokens === undefined ? {} : { tokens: options.tokens }),
   });
 }

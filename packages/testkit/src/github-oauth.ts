@@ -231,6 +231,17 @@ export class GitHubOAuth {
   }
 
   /**
+   * The user revokes the app's authorization in their settings ("Reviewing and revoking
+   * authorization of GitHub Apps"): every token they hold for it stops working.
+   */
+  revokeUser(login: string): void {
+    for (const a of [...this.#byAccess.values()].filter((x) => x.login === login)) {
+      this.#retire(a);
+      this.#byRefresh.delete(a.refresh);
+    }
+  }
+
+  /**
    * Revokes one access token (`…/token`), or the user's whole authorization of the app
    * (`…/grant`: every token the user holds for it). False when the token is unknown.
    */

@@ -24,6 +24,7 @@ export type {
 export { startTestIssuer } from './oauth.js';
 export type { TestIssuer } from './oauth.js';
 export { memoryAudit } from './audit.js';
+export { TestBrowser } from './browser.js';
 export { seededRandom } from './random.js';
 export {
   HOSTILE_MARKER,

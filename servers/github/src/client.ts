@@ -47,6 +47,58 @@ export interface GitHubPacing {
   readonly secondMs?: number;
 }
 
+/** How a client acts as one person (acting.ts). */
+export interface PersonAuth {
+  readonly pacer: Pacer;
+  /** Their current access token. */
+  token(): string;
+  /**
+   * GitHub refused `token` (401): renews it — refreshed here, or already by another call — or
+   * throws the answer that asks them to link again (the grant is then gone).
+   */
+  renew(token: string): Promise<void>;
+  /** GitHub refused even a renewed token: the grant goes; the answer asks them to link again. */
+  refused(): Promise<Error>;
+}
+
+/**
+ * A request as a person: a refused token (401) is renewed once and the request sent again — a
+ * 401 did nothing at GitHub, so this holds for writes too; a 403 is theirs, not the server's.
+ */
+async function asPerson<T>(person: PersonAuth, run: () => Promise<T>): Promise<T> {
+  const unauthorized = (error: unknown) => error instanceof UpstreamError && error.status === 401;
+  const used = person.token();
+  try {
+    return await run();
+  } catch (error) {
+    if (!unauthorized(error)) throw yours(error);
+  }
+  await person.renew(used);
+  try {
+    return await run();
+  } catch (error) {
+    if (unauthorized(error)) throw await person.refused();
+    throw yours(error);
+  }
+}
+
+/** A refusal GitHub made of a person, said as theirs: their account lacks the permission. */
+function yours(error: unknown): unknown {
+  if (!(error instanceof UpstreamError) || error.status !== 403) return error;
+  if (!error.message.includes("this server's credentials")) return error;
+  return new UpstreamError({
+    service: error.service,
+    status: 403,
+    message: error.message.replace("this server's credentials", 'your GitHub account'),
+    ...(error.requestId === undefined ? {} : { requestId: error.requestId }),
+  });
+}
+
+/** The pacing of one GitHub account (the service's, or one person's). */
+export function githubPacer(pacing: GitHubPacing = {}): Pacer {
+  return new Pacer(pacing.intervals ?? GITHUB_PACING);
+}
+
 function paceGroup(method: string, url: string): string | undefined {
   if (url.startsWith('/search/')) return 'search';
   if (method === 'GET' || method === 'HEAD') return undefined;
@@ -78,26 +130,31 @@ export function createGitHub(
   logger: Logger,
   version: string,
   pacing: GitHubPacing = {},
+  /** Acting as a person (ADR 0026): their token, renewed when GitHub refuses it. */
+  person?: PersonAuth,
 ): GitHub {
   const app =
     config.GITHUB_APP_ID !== undefined ||
     config.GITHUB_APP_PRIVATE_KEY !== undefined ||
     config.GITHUB_APP_INSTALLATION_ID !== undefined;
-  const pacer = new Pacer(pacing.intervals ?? GITHUB_PACING);
+  const pacer = person?.pacer ?? githubPacer(pacing);
   const secondMs = pacing.secondMs ?? 1_000;
   const octokit = new Octokit({
     baseUrl: config.GITHUB_API_URL.replace(/\/$/, ''),
     userAgent: `gatehouse-github/${version}`,
-    ...(app
-      ? {
-          authStrategy: createAppAuth,
-          auth: {
-            appId: Number(config.GITHUB_APP_ID),
-            privateKey: config.GITHUB_APP_PRIVATE_KEY,
-            installationId: Number(config.GITHUB_APP_INSTALLATION_ID),
-          },
-        }
-      : { auth: config.GITHUB_TOKEN }),
+    // A person's token is set on each request below (it rotates); none is fixed here.
+    ...(person !== undefined
+      ? {}
+      : app
+        ? {
+            authStrategy: createAppAuth,
+            auth: {
+              appId: Number(config.GITHUB_APP_ID),
+              privateKey: config.GITHUB_APP_PRIVATE_KEY,
+              installationId: Number(config.GITHUB_APP_INSTALLATION_ID),
+            },
+          }
+        : { auth: config.GITHUB_TOKEN }),
     // Octokit's own logging would print request URLs on stdout-adjacent consoles; route it.
     log: {
       debug: (message: string) => logger.debug({ octokit: true }, message),
@@ -126,6 +183,7 @@ export function createGitHub(
           if (group !== undefined && !(await pacer.wait(group, signal, deadline))) {
             throw new UpstreamError({ service: 'GitHub', status: 429, message: 'paced' });
           }
+          if (person !== undefined) options.headers.authorization = `token ${person.token()}`;
           return request(options);
         },
         {
@@ -140,17 +198,19 @@ export function createGitHub(
     // A failed idempotent request (5xx, timeout, network) is tried again — at most twice, after
     // the wait a Retry-After asks for or a jittered backoff, never past the call's deadline;
     // rate limits are handled above. A write runs once unless it opts in.
-    return withRetry(attempt, {
-      idempotent: IDEMPOTENT.has(options.method) && own?.retries !== 0,
-      signal,
-      ...(deadline === undefined ? {} : { deadline }),
-      shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
-      onRetry: (n, waitMs, error) =>
-        logger.debug(
-          { attempt: n, waitMs, err: error, url: options.url },
-          'retrying a GitHub request',
-        ),
-    });
+    const run = () =>
+      withRetry(attempt, {
+        idempotent: IDEMPOTENT.has(options.method) && own?.retries !== 0,
+        signal,
+        ...(deadline === undefined ? {} : { deadline }),
+        shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
+        onRetry: (n, waitMs, error) =>
+          logger.debug(
+            { attempt: n, waitMs, err: error, url: options.url },
+            'retrying a GitHub request',
+          ),
+      });
+    return person === undefined ? run() : asPerson(person, run);
   });
   return octokit;
 }

@@ -7,6 +7,7 @@ import {
   upstreamUrl,
 } from '@gatehouse/core';
 import type { ConfigCheck } from '@gatehouse/core';
+import { identityCheck, identityShape } from '@gatehouse/core/identity';
 import * as z from 'zod';
 import { OWNER_NAME, REPO_NAME } from './names.js';
 
@@ -30,11 +31,24 @@ function tokenProblem(value: string): string | undefined {
 
 const APP = ['GITHUB_APP_ID', 'GITHUB_APP_PRIVATE_KEY', 'GITHUB_APP_INSTALLATION_ID'] as const;
 
-/** A token or a GitHub App, not both, and all of the app's variables. */
+/**
+ * A token or a GitHub App, not both, and all of the app's variables. In user mode (ADR 0026)
+ * a service credential is needed only when a read falls back to it, and the app's OAuth client
+ * is needed.
+ */
 const credentials: ConfigCheck = {
-  reads: ['GITHUB_TOKEN', ...APP],
+  reads: [
+    'GITHUB_TOKEN',
+    ...APP,
+    'GITHUB_OAUTH_CLIENT_ID',
+    'GITHUB_OAUTH_CLIENT_SECRET',
+    'GATEHOUSE_IDENTITY',
+    'GATEHOUSE_IDENTITY_READ_FALLBACK',
+  ],
   problems: (config) => {
     const app = APP.some((key) => config[key] !== undefined);
+    const user = config.GATEHOUSE_IDENTITY === 'user';
+    const fallback = (config.GATEHOUSE_IDENTITY_READ_FALLBACK as string[] | undefined) ?? [];
     if (app && config.GITHUB_TOKEN !== undefined)
       return [
         'GITHUB_TOKEN: set either a token or the GitHub App variables (GITHUB_APP_*), not both',
@@ -43,9 +57,19 @@ const credentials: ConfigCheck = {
       return [
         'GITHUB_APP_ID: a GitHub App needs GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_INSTALLATION_ID',
       ];
-    if (!app && config.GITHUB_TOKEN === undefined)
+    if (
+      user &&
+      (config.GITHUB_OAUTH_CLIENT_ID === undefined ||
+        config.GITHUB_OAUTH_CLIENT_SECRET === undefined)
+    )
       return [
-        'GITHUB_TOKEN: required (or GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_INSTALLATION_ID for a GitHub App)',
+        "GITHUB_OAUTH_CLIENT_ID: user mode needs the GitHub App's client id and GITHUB_OAUTH_CLIENT_SECRET (the app's settings page, with user-to-server token expiration on)",
+      ];
+    if (!app && config.GITHUB_TOKEN === undefined && (!user || fallback.length > 0))
+      return [
+        user
+          ? 'GITHUB_TOKEN: GATEHOUSE_IDENTITY_READ_FALLBACK falls back to the service credential, so one is required (a token, or the GitHub App variables)'
+          : 'GITHUB_TOKEN: required (or GITHUB_APP_ID, GITHUB_APP_PRIVATE_KEY and GITHUB_APP_INSTALLATION_ID for a GitHub App)',
       ];
     return [];
   },
@@ -54,6 +78,7 @@ const credentials: ConfigCheck = {
 /** The GitHub server's configuration: the core's keys plus `GITHUB_*`. */
 export const GitHubConfigSchema = defineConfig(
   {
+    ...identityShape,
     GITHUB_REPOS: envList
       .pipe(
         z
@@ -83,6 +108,21 @@ export const GitHubConfigSchema = defineConfig(
       .regex(/^\d+$/, 'expected the numeric installation id')
       .optional()
       .describe('The installation of the app on the organisation or account.'),
+    GITHUB_OAUTH_CLIENT_ID: z
+      .string()
+      .regex(/^[\w.-]{1,100}$/, "expected the app's client id (Iv23…)")
+      .optional()
+      .describe(
+        "User mode: the GitHub App's client id, with which each person links their own account.",
+      ),
+    GITHUB_OAUTH_CLIENT_SECRET: secretText()
+      .optional()
+      .describe("User mode: the GitHub App's client secret."),
+    GITHUB_WEB_URL: upstreamUrl()
+      .optional()
+      .describe(
+        "User mode: GitHub's web address, where people authorize the app (default: https://github.com, or the GitHub Enterprise host of GITHUB_API_URL).",
+      ),
     GITHUB_API_URL: upstreamUrl()
       .default('https://api.github.com')
       .describe('REST API base URL; GitHub Enterprise Server: https://HOST/api/v3.'),
@@ -104,7 +144,7 @@ export const GitHubConfigSchema = defineConfig(
       ),
   },
   {
-    checks: [credentials],
+    checks: [credentials, identityCheck],
     // The names the gh CLI and GitHub's own MCP server read.
     aliases: { GITHUB_TOKEN: ['GH_TOKEN', 'GITHUB_PERSONAL_ACCESS_TOKEN', 'GITHUB_PAT'] },
   },

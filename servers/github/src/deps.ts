@@ -1,21 +1,19 @@
 import { repoName } from './scope.js';
 import { PolicyError, ToolError, neutralizeMarkdown } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
-import type { GitHub } from './client.js';
+import type { GitHubAccounts } from './acting.js';
 import type { GitHubConfig } from './config.js';
 import type { GitHubIssue } from './format.js';
 import { repoOf } from './format.js';
 import { parseRepo } from './scope.js';
 import type { RepoRef, RepoScope } from './scope.js';
-import type { TrustCache } from './trust.js';
 
 /** What the tools, resources and prompts share; built once per process. */
 export interface GitHubDeps {
   readonly config: GitHubConfig;
-  readonly github: GitHub;
+  /** Who each call acts as on GitHub, with that account's client and caches. */
+  readonly accounts: GitHubAccounts;
   readonly scope: RepoScope;
-  /** Set in trusted-authors mode. */
-  readonly trust: TrustCache | undefined;
   readonly logger: Logger;
   /** Hosts links in GitHub content may keep pointing to (see {@link safeMarkdown}). */
   readonly linkHosts: readonly string[];

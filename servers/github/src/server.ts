@@ -21,7 +21,8 @@ import { getIssueTool } from './tools/get-issue.js';
 import { listIssuesTool } from './tools/list-issues.js';
 import { searchIssuesTool } from './tools/search-issues.js';
 import { updateIssueTool } from './tools/update-issue.js';
-import { TrustCache } from './trust.js';
+import { GitHubAccounts } from './acting.js';
+import { githubIdentity, hasServiceCredential, personsOnly } from './identity.js';
 
 export const SERVICE = { name: 'gatehouse-github', version: '0.1.0' } as const;
 
@@ -29,14 +30,17 @@ export const SERVICE = { name: 'gatehouse-github', version: '0.1.0' } as const;
 export function createGitHubServer(
   config: GitHubConfig,
   deps: { logger: Logger; pacing?: GitHubPacing },
-): ServerDefinition & { readonly github: GitHub; verify(): Promise<AccessReport> } {
+): ServerDefinition & { readonly github: GitHub | undefined; verify(): Promise<AccessReport> } {
   const scope = repoScope(config);
-  const github = createGitHub(config, deps.logger, SERVICE.version, deps.pacing);
+  const pacing = deps.pacing ?? {};
+  const service = hasServiceCredential(config)
+    ? createGitHub(config, deps.logger, SERVICE.version, pacing)
+    : undefined;
+  const identity = githubIdentity(config, deps.logger, SERVICE);
   const shared: GitHubDeps = {
     config,
-    github,
+    accounts: new GitHubAccounts(config, deps.logger, SERVICE.version, pacing, identity, service),
     scope,
-    trust: config.GITHUB_TRUSTED_AUTHORS_ONLY ? new TrustCache(github, deps.logger) : undefined,
     logger: deps.logger,
     linkHosts: linkHosts(config),
   };
@@ -49,7 +53,10 @@ export function createGitHubServer(
     addCommentTool(shared),
   ];
   const writes = writesEnabled(config, tools);
-  const verify = () => inspectAccess(github, config, scope, writes);
+  const verify = async (): Promise<AccessReport> =>
+    service === undefined
+      ? personsOnly(config)
+      : inspectAccess(service, config, scope, writes && identity === undefined);
   const definition = defineServer({
     name: SERVICE.name,
     version: SERVICE.version,
@@ -62,16 +69,23 @@ export function createGitHubServer(
       writeBugReportPrompt(shared),
       summariseBacklogPrompt(shared),
     ],
-    startup: {
-      upstream: 'GitHub',
-      check: async () => {
-        const { identity, repos, scopes, warnings } = await verify();
-        const details = { identity, repos, ...(scopes === undefined ? {} : { scopes }) };
-        return { message: 'GitHub access checked', details, warnings };
-      },
-    },
+    ...(identity === undefined ? {} : { identity, close: () => identity.vault.close() }),
+    // With no service credential (user mode, nothing falls back) there is nothing to check at
+    // start: each person's account is checked when they link it.
+    ...(service === undefined
+      ? {}
+      : {
+          startup: {
+            upstream: 'GitHub',
+            check: async () => {
+              const { identity: who, repos, scopes, warnings } = await verify();
+              const details = { identity: who, repos, ...(scopes === undefined ? {} : { scopes }) };
+              return { message: 'GitHub access checked', details, warnings };
+            },
+          },
+        }),
   });
-  return Object.assign(definition, { github, verify });
+  return Object.assign(definition, { github: service, verify });
 }
 
 /** For generated docs: a representative configuration (nothing is sent to GitHub). */

@@ -8,21 +8,24 @@ const TTL_MS = 5 * 60_000;
 /**
  * Trusted-authors mode: is a login allowed to push to the repository? Answers are cached for
  * five minutes per repository and login; a failed lookup counts as untrusted (fails closed).
+ * One cache per account asking (acting.ts): what GitHub shows depends on who asks.
  */
 export class TrustCache {
   private readonly cache = new Map<string, { trusted: boolean; at: number }>();
-  constructor(
-    private readonly github: GitHub,
-    private readonly logger: Logger,
-  ) {}
+  constructor(private readonly logger: Logger) {}
 
-  async trusted(bounds: CallBounds, repo: RepoRef, login: string): Promise<boolean> {
+  async trusted(
+    github: GitHub,
+    bounds: CallBounds,
+    repo: RepoRef,
+    login: string,
+  ): Promise<boolean> {
     const key = `${repo.owner}/${repo.repo}#${login}`.toLowerCase();
     const hit = this.cache.get(key);
     if (hit !== undefined && Date.now() - hit.at < TTL_MS) return hit.trusted;
     let trusted = false;
     try {
-      const { data } = await this.github.rest.repos.getCollaboratorPermissionLevel({
+      const { data } = await github.rest.repos.getCollaboratorPermissionLevel({
         owner: repo.owner,
         repo: repo.repo,
         username: login,
@@ -39,12 +42,13 @@ export class TrustCache {
 
   /** Trust of several logins at once (each looked up once). */
   async map(
+    github: GitHub,
     bounds: CallBounds,
     repo: RepoRef,
     logins: Iterable<string>,
   ): Promise<Map<string, boolean>> {
     const unique = [...new Set(logins)];
-    const results = await Promise.all(unique.map((l) => this.trusted(bounds, repo, l)));
+    const results = await Promise.all(unique.map((l) => this.trusted(github, bounds, repo, l)));
     return new Map(unique.map((l, i) => [l, results[i]!]));
   }
 }

@@ -56,7 +56,8 @@ export interface ConnectOptions {
    * in with it before the vendor is asked (its `iss` and `sub` must be the flow's owner's).
    * Without it such principals are refused.
    */
-  readonly idp?: { readonly issuer: string; readonly config: client.Configuration } | undefined;
+  readonly idp?:
+    { readonly issuer: string; readonly config: () => Promise<client.Configuration> } | undefined;
   readonly logger: Logger;
   /** How long a link and its browser step live (default ten minutes). */
   readonly flowMs?: number;
@@ -245,7 +246,7 @@ class ConnectPages implements Connect {
     const state = client.randomState();
     const nonce = client.randomNonce();
     this.#setCookie(res, { flow, at: 'idp', verifier, state, nonce });
-    const to = client.buildAuthorizationUrl(idp.config, {
+    const to = client.buildAuthorizationUrl(await idp.config(), {
       redirect_uri: new URL('signed-in', this.#base).href,
       scope: 'openid',
       state,
@@ -265,7 +266,7 @@ class ConnectPages implements Connect {
     if (step.flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
     let claims: client.IDToken | undefined;
     try {
-      const tokens = await client.authorizationCodeGrant(idp.config, url, {
+      const tokens = await client.authorizationCodeGrant(await idp.config(), url, {
         pkceCodeVerifier: step.verifier,
         expectedState: step.state,
         ...(step.nonce === undefined ? {} : { expectedNonce: step.nonce }),

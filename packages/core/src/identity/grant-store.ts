@@ -6,6 +6,7 @@
 import { randomUUID } from 'node:crypto';
 import { chmodSync, renameSync, writeFileSync } from 'node:fs';
 import { holdFileLock } from '@gatehouse/audit';
+import type { Redis } from 'ioredis';
 import { ConfigError } from '../errors.js';
 import { privateFileText } from './private-file.js';
 
@@ -135,26 +136,30 @@ function openGrantFile(path: string, variable: string, lock: { release(): void }
  * Redis (ioredis) under `gatehouse:<service>:grant:<key>`. Unlike the rate limits, a grant
  * lookup waits for a reconnect for a moment (the offline queue is on, a command times out after
  * 2 s): no lookup is ever answered by anything but the store, and a store that is down fails the
- * call, never falls back to another credential.
+ * call, never falls back to another credential. The client is made on first use.
  */
-export async function redisGrantStore(url: string, service: string): Promise<GrantStore> {
-  const { Redis } = await import('ioredis');
-  const client = new Redis(url, {
-    maxRetriesPerRequest: 1,
-    connectTimeout: 2_000,
-    commandTimeout: 2_000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
-  });
-  client.on('error', () => undefined); // each command fails on its own; the call says so
+export function redisGrantStore(url: string, service: string): GrantStore {
+  let made: Promise<Redis> | undefined;
+  const redis = () =>
+    (made ??= import('ioredis').then(({ Redis }) => {
+      const client = new Redis(url, {
+        maxRetriesPerRequest: 1,
+        connectTimeout: 2_000,
+        commandTimeout: 2_000,
+        retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
+      });
+      client.on('error', () => undefined); // each command fails on its own; the call says so
+      return client;
+    }));
   const prefix = `gatehouse:${service}:grant:`;
   const local = processLocks();
   return {
     name: 'redis',
-    get: async (key) => (await client.get(prefix + key)) ?? undefined,
+    get: async (key) => (await (await redis()).get(prefix + key)) ?? undefined,
     set: async (key, record) => {
-      await client.set(prefix + key, record);
+      await (await redis()).set(prefix + key, record);
     },
-    delete: async (key) => (await client.del(prefix + key)) > 0,
+    delete: async (key) => (await (await redis()).del(prefix + key)) > 0,
     // The process's own lock first (its calls queue without polling Redis), then Redis's
     // (SET NX PX, released only by its holder) against the other replicas.
     exclusive: (key, fn) =>
@@ -162,7 +167,7 @@ export async function redisGrantStore(url: string, service: string): Promise<Gra
         const lock = `${prefix}lock:${key}`;
         const holder = randomUUID();
         const giveUp = Date.now() + LOCK_MS;
-        while ((await client.set(lock, holder, 'PX', LOCK_MS, 'NX')) !== 'OK') {
+        while ((await (await redis()).set(lock, holder, 'PX', LOCK_MS, 'NX')) !== 'OK') {
           if (Date.now() > giveUp) {
             throw new Error('another replica held this grant for too long; try again');
           }
@@ -171,13 +176,13 @@ export async function redisGrantStore(url: string, service: string): Promise<Gra
         try {
           return await fn();
         } finally {
-          await client.eval(RELEASE, 1, lock, holder).catch(() => undefined);
+          await (await redis()).eval(RELEASE, 1, lock, holder).catch(() => undefined);
         }
       }),
     claim: async (id, ms) =>
-      (await client.set(`${prefix}claim:${id}`, '1', 'PX', ms, 'NX')) === 'OK',
+      (await (await redis()).set(`${prefix}claim:${id}`, '1', 'PX', ms, 'NX')) === 'OK',
     close: async () => {
-      client.disconnect();
+      if (made !== undefined) (await made).disconnect();
     },
   };
 }

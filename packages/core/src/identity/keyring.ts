@@ -59,12 +59,13 @@ export class Keyring {
       const key = Buffer.from(material, 'base64');
       if (key.length !== KEY_BYTES || !/^[A-Za-z0-9+/]+={0,2}$/.test(material)) {
         problems.push(
-          `${where}: key "${id}" is not ${KEY_BYTES} bytes in base64 (make one with: openssl rand -base64 32)`,
+          // Neither part is quoted: a line written the wrong way round holds the key first.
+          `${where}: the key is not ${KEY_BYTES} bytes in base64 (make one with: openssl rand -base64 32)`,
         );
         return;
       }
       if (keys.has(id)) {
-        problems.push(`${where}: key id "${id}" appears twice`);
+        problems.push(`${where}: its key id appears on an earlier line too`);
         return;
       }
       keys.set(id, key);

@@ -80,7 +80,44 @@ export async function credentialFor(
       `This server acts on ${identity.vendor} as each person, and this caller is not a person it can tell apart (no API key or token). Nothing was sent to ${identity.vendor}.`,
     );
   }
+  throw askToConnect(identity, owner);
+}
+
+/** The answer that asks `owner` to link their account: a fresh link, with its elicitation id. */
+function askToConnect(identity: UpstreamIdentity, owner: GrantOwner): ConnectRequiredError {
   const elicitationId = randomUUID();
   const url = identity.connect.link(owner, elicitationId);
-  throw new ConnectRequiredError(identity.vendor, { url, elicitationId });
+  return new ConnectRequiredError(identity.vendor, { url, elicitationId });
+}
+
+/**
+ * The vendor refused a person's access token `stale` (401): their grant renewed (see
+ * {@link Vault.renew}), or — when it is gone or cannot be refreshed — the answer that asks them
+ * to link again is thrown.
+ */
+export async function renewGrant(
+  identity: UpstreamIdentity,
+  owner: GrantOwner,
+  stale: string,
+): Promise<Grant> {
+  const grant = await identity.vault.renew(owner, stale, (g) => identity.refresh(g));
+  if (grant === undefined) throw await grantRefused(identity, owner);
+  return grant;
+}
+
+/**
+ * The vendor refused a person's access token even renewed (revoked there, the app uninstalled):
+ * the grant is deleted, and the answer asks them to link again. Nothing else is tried.
+ */
+export async function grantRefused(
+  identity: UpstreamIdentity,
+  owner: GrantOwner,
+): Promise<ConnectRequiredError> {
+  await identity.vault.delete(owner);
+  const again = askToConnect(identity, owner);
+  return new ConnectRequiredError(
+    identity.vendor,
+    again.link,
+    `${identity.vendor} no longer accepts the account you linked (it was revoked or expired there). Link it again: open ${again.link!.url} in your browser, sign in, then call again.`,
+  );
 }

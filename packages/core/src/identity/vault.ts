@@ -85,9 +85,35 @@ export class Vault {
       grant.expiresAt === undefined || grant.expiresAt - marginMs > Date.now();
     const first = await this.get(owner);
     if (first === undefined || ripe(first)) return first;
+    return this.#refreshUnless(owner, ripe, refresh);
+  }
+
+  /**
+   * The vendor refused `staleToken` (a clock that disagrees on expiry, a token rotated under a
+   * call in flight): the owner's grant renewed — refreshed now, unless another call already
+   * replaced that token, whose grant is then the answer. Undefined when there is no grant or the
+   * vendor refused the refresh too (the grant is then deleted). Same lock as {@link fresh}.
+   */
+  async renew(
+    owner: GrantOwner,
+    staleToken: string,
+    refresh: (grant: Grant) => Promise<Grant>,
+  ): Promise<Grant | undefined> {
+    return this.#refreshUnless(owner, (grant) => grant.accessToken !== staleToken, refresh);
+  }
+
+  /**
+   * Under the grant's lock: the stored grant if `enough` says it will do, else refreshed and
+   * stored; a grant the vendor refused to refresh is deleted (undefined).
+   */
+  #refreshUnless(
+    owner: GrantOwner,
+    enough: (grant: Grant) => boolean,
+    refresh: (grant: Grant) => Promise<Grant>,
+  ): Promise<Grant | undefined> {
     return this.store.exclusive(Vault.keyOf(owner), async () => {
       const grant = await this.get(owner);
-      if (grant === undefined || ripe(grant)) return grant;
+      if (grant === undefined || enough(grant)) return grant;
       let renewed: Grant;
       try {
         renewed = await refresh(grant);

@@ -28,9 +28,10 @@ export function summariseBacklogPrompt(deps: GitHubDeps) {
     target: ({ repo }) => promptRepoTarget(deps, repo),
     handler: async ({ repo: repoArg, label, since }, ctx) => {
       const repo = checkedRepo(repoArg);
+      const acting = await deps.accounts.for(ctx);
       const name = `${repo.owner}/${repo.repo}`;
       const response = await call(ctx, () =>
-        deps.github.rest.issues.listForRepo({
+        acting.github.rest.issues.listForRepo({
           owner: repo.owner,
           repo: repo.repo,
           state: 'open',
@@ -43,7 +44,7 @@ export function summariseBacklogPrompt(deps: GitHubDeps) {
         }),
       );
       const issues = issuesOf(response.data).filter((i) => i.pull_request === undefined);
-      const views = await viewIssues(deps, ctx, issues, [
+      const views = await viewIssues(deps, acting, ctx, issues, [
         'number',
         'title',
         'labels',

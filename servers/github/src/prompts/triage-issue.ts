@@ -47,9 +47,10 @@ export function triageIssuePrompt(deps: GitHubDeps) {
     target: ({ repo, number }) => promptRepoTarget(deps, repo, number),
     handler: async ({ repo: repoArg, number }, ctx) => {
       const repo = checkedRepo(repoArg);
+      const acting = await deps.accounts.for(ctx);
       const name = `${repo.owner}/${repo.repo}`;
       const { data } = await call(ctx, () =>
-        deps.github.rest.issues.get({
+        acting.github.rest.issues.get({
           owner: repo.owner,
           repo: repo.repo,
           issue_number: Number(number),
@@ -58,9 +59,9 @@ export function triageIssuePrompt(deps: GitHubDeps) {
       );
       const issue = issueOf(data);
       requireInScope(deps, issue, `${name}#${number}`);
-      const [view] = await viewIssues(deps, ctx, [issue], DETAIL_FIELDS);
+      const [view] = await viewIssues(deps, acting, ctx, [issue], DETAIL_FIELDS);
       const labels = await call(ctx, () =>
-        deps.github.rest.issues.listLabelsForRepo({
+        acting.github.rest.issues.listLabelsForRepo({
           owner: repo.owner,
           repo: repo.repo,
           per_page: 100,
@@ -80,7 +81,7 @@ export function triageIssuePrompt(deps: GitHubDeps) {
       for (const word of words) {
         try {
           const found = await call(ctx, () =>
-            deps.github.rest.search.issuesAndPullRequests({
+            acting.github.rest.search.issuesAndPullRequests({
               q: buildSearchQuery(deps.scope, { text: word }, repo),
               per_page: 10,
               ...requestOptions(ctx),
@@ -104,6 +105,7 @@ export function triageIssuePrompt(deps: GitHubDeps) {
       const duplicates = (
         await viewIssues(
           deps,
+          acting,
           ctx,
           ranked.map((h) => h.issue),
           ['repo', 'number', 'title', 'state', 'labels'],

@@ -24,8 +24,9 @@ export function writeBugReportPrompt(deps: GitHubDeps) {
     target: ({ repo }) => promptRepoTarget(deps, repo),
     handler: async ({ repo: repoArg, notes, template: wanted }, ctx) => {
       const repo = checkedRepo(repoArg);
+      const acting = await deps.accounts.for(ctx);
       const name = `${repo.owner}/${repo.repo}`;
-      const templates = await readTemplates(deps.github, ctx, repo);
+      const templates = await readTemplates(acting.github, ctx, repo);
       const template =
         (wanted === undefined ? undefined : findTemplate(templates, wanted)) ??
         templates.templates.find((t) => /bug/i.test(`${t.name} ${t.file}`)) ??

@@ -34,8 +34,9 @@ const readers: Record<string, { title: string; description: string; read: Reader
     title: 'Labels',
     description: 'The labels of the repository: name, colour, description.',
     read: async (deps, ctx, repo) => {
+      const acting = await deps.accounts.for(ctx);
       const labels = await call(ctx, () =>
-        deps.github.paginate(deps.github.rest.issues.listLabelsForRepo, {
+        acting.github.paginate(acting.github.rest.issues.listLabelsForRepo, {
           owner: repo.owner,
           repo: repo.repo,
           per_page: 100,
@@ -53,8 +54,9 @@ const readers: Record<string, { title: string; description: string; read: Reader
     title: 'Milestones',
     description: 'Open and closed milestones: number, title, state, due date, progress.',
     read: async (deps, ctx, repo) => {
+      const acting = await deps.accounts.for(ctx);
       const milestones = await call(ctx, () =>
-        deps.github.paginate(deps.github.rest.issues.listMilestones, {
+        acting.github.paginate(acting.github.rest.issues.listMilestones, {
           owner: repo.owner,
           repo: repo.repo,
           state: 'all',
@@ -77,7 +79,8 @@ const readers: Record<string, { title: string; description: string; read: Reader
     title: 'Issue templates',
     description:
       'The issue templates and forms of .github/ISSUE_TEMPLATE: names, title prefixes, labels, and the sections or fields a new issue must fill.',
-    read: (deps, ctx, repo) => readTemplates(deps.github, ctx, repo),
+    read: async (deps, ctx, repo) =>
+      readTemplates((await deps.accounts.for(ctx)).github, ctx, repo),
   },
 };
 

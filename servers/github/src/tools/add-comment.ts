@@ -37,6 +37,7 @@ export function addCommentTool(deps: GitHubDeps) {
     target: (args) => repoTarget(args.repo, args.number),
     async handler(args, ctx) {
       const repo = allowedRepo(deps, args.repo);
+      const acting = await deps.accounts.for(ctx);
       if (ctx.dryRun) {
         return ctx.preview(
           {
@@ -49,6 +50,7 @@ export function addCommentTool(deps: GitHubDeps) {
       }
       const key = dedupeKey({
         who: ctx.principal.id,
+        as: acting.account, // a write is repeated only by the same person as the same account
         repo: `${repo.owner}/${repo.repo}`,
         number: args.number,
         body: args.body,
@@ -60,10 +62,10 @@ export function addCommentTool(deps: GitHubDeps) {
         recovered,
       } = await postOnce(
         ctx,
-        () => findComment(deps.github, ctx, repo, args.number, key, window),
+        () => findComment(acting.github, ctx, repo, args.number, key, window),
         async () =>
           (
-            await deps.github.rest.issues.createComment({
+            await acting.github.rest.issues.createComment({
               owner: repo.owner,
               repo: repo.repo,
               issue_number: args.number,

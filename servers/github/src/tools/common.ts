@@ -1,6 +1,7 @@
 import type { ToolAnnotations } from '@gatehouse/core';
 import * as z from 'zod';
 import type { CallBounds } from '../client.js';
+import type { Acting } from '../acting.js';
 import type { GitHubDeps } from '../deps.js';
 import { inScope, safeMarkdown } from '../deps.js';
 import type { GitHubIssue, IssueField, IssueView } from '../format.js';
@@ -51,20 +52,22 @@ export const CursorArg = z
  */
 export async function viewIssues(
   deps: GitHubDeps,
+  acting: Acting,
   bounds: CallBounds,
   found: readonly GitHubIssue[],
   fields: readonly IssueField[],
 ): Promise<IssueView[]> {
   const issues = found.filter((i) => inScope(deps, i));
   const hidden = new Set<GitHubIssue>();
-  if (deps.trust !== undefined) {
+  const { trust } = acting;
+  if (trust !== undefined) {
     for (const issue of issues) {
       const ref = parseRepo(repoOf(issue));
       const login = issue.user?.login;
       if (
         ref === undefined ||
         login === undefined ||
-        !(await deps.trust.trusted(bounds, ref, login))
+        !(await trust.trusted(acting.github, bounds, ref, login))
       ) {
         hidden.add(issue);
       }

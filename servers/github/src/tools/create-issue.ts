@@ -66,12 +66,13 @@ export function createIssueTool(deps: GitHubDeps) {
     target: (args) => repoTarget(args.repo),
     async handler(args, ctx) {
       const repo = allowedRepo(deps, args.repo);
+      const acting = await deps.accounts.for(ctx);
       let title = args.title;
       let labels = args.labels ?? [];
       let assignees = args.assignees ?? [];
       const body = args.body ?? '';
       if (args.template !== undefined) {
-        const templates = await readTemplates(deps.github, ctx, repo);
+        const templates = await readTemplates(acting.github, ctx, repo);
         const template = findTemplate(templates, args.template);
         if (template === undefined) {
           const names = templates.templates.map((t) => t.name).join(', ') || 'none';
@@ -111,17 +112,18 @@ export function createIssueTool(deps: GitHubDeps) {
       }
       const key = dedupeKey({
         who: ctx.principal.id,
+        as: acting.account, // a write is repeated only by the same person as the same account
         repo: `${repo.owner}/${repo.repo}`,
         ...request,
       });
       const window = deps.config.GITHUB_DEDUPE_WINDOW_MIN;
       const { value, deduplicated, recovered } = await postOnce(
         ctx,
-        () => findIssue(deps.github, ctx, repo, key, window),
+        () => findIssue(acting.github, ctx, repo, key, window),
         async () =>
           issueOf(
             (
-              await deps.github.rest.issues.create({
+              await acting.github.rest.issues.create({
                 owner: repo.owner,
                 repo: repo.repo,
                 ...request,

@@ -57,6 +57,7 @@ export function getIssueTool(deps: GitHubDeps) {
     target: (args) => repoTarget(args.repo, args.number),
     async handler(args, ctx) {
       const repo = allowedRepo(deps, args.repo);
+      const acting = await deps.accounts.for(ctx);
       const name = `${repo.owner}/${repo.repo}`;
       const wantComments = args.comments !== false;
       const query = { repo: name, number: args.number, per_page: args.comments_per_page };
@@ -64,7 +65,7 @@ export function getIssueTool(deps: GitHubDeps) {
       // The issue and its first comments page are fetched at once (one round trip of latency).
       const listComments = (owner: string, name_: string, number: number) =>
         call(ctx, () =>
-          deps.github.rest.issues.listComments({
+          acting.github.rest.issues.listComments({
             owner,
             repo: name_,
             issue_number: number,
@@ -75,7 +76,7 @@ export function getIssueTool(deps: GitHubDeps) {
         );
       const [issueResult, commentsResult] = await Promise.allSettled([
         call(ctx, () =>
-          deps.github.rest.issues.get({
+          acting.github.rest.issues.get({
             owner: repo.owner,
             repo: repo.repo,
             issue_number: args.number,
@@ -99,16 +100,17 @@ export function getIssueTool(deps: GitHubDeps) {
       } else if (commentsResult.status === 'rejected') {
         throw commentsResult.reason;
       }
-      const [view] = await viewIssues(deps, ctx, [issue], args.fields ?? DETAIL_FIELDS);
+      const [view] = await viewIssues(deps, acting, ctx, [issue], args.fields ?? DETAIL_FIELDS);
       const comments: Array<z.infer<typeof CommentSchema>> = [];
       let next: string | undefined;
       let hiddenCount = 0;
       if (commentsResponse !== undefined) {
         const response = commentsResponse;
         const trust =
-          deps.trust === undefined
+          acting.trust === undefined
             ? undefined
-            : await deps.trust.map(
+            : await acting.trust.map(
+                acting.github,
                 ctx,
                 now,
                 response.data.map((c) => c.user?.login ?? ''),

@@ -66,11 +66,12 @@ export function listIssuesTool(deps: GitHubDeps) {
     target: (args) => repoTarget(args.repo),
     async handler(args, ctx) {
       const repo = allowedRepo(deps, args.repo);
+      const acting = await deps.accounts.for(ctx);
       const { cursor: _cursor, fields: _fields, ...query } = args;
       const page = decodeCursor(args.cursor, query);
       const perPage = args.per_page ?? config.GITHUB_PAGE_SIZE;
       const response = await call(ctx, () =>
-        deps.github.rest.issues.listForRepo({
+        acting.github.rest.issues.listForRepo({
           owner: repo.owner,
           repo: repo.repo,
           ...(args.state === undefined ? {} : { state: args.state }),
@@ -89,7 +90,7 @@ export function listIssuesTool(deps: GitHubDeps) {
       );
       const all = issuesOf(response.data);
       const issues = all.filter((i) => i.pull_request === undefined);
-      const views = await viewIssues(deps, ctx, issues, args.fields ?? LIST_FIELDS);
+      const views = await viewIssues(deps, acting, ctx, issues, args.fields ?? LIST_FIELDS);
       const next = hasNext(response.headers.link) ? encodeCursor(page + 1, query) : undefined;
       const name = `${repo.owner}/${repo.repo}`;
       return {

@@ -77,12 +77,13 @@ export function searchIssuesTool(deps: GitHubDeps) {
     target: (args) => (args.repo === undefined ? scope.targets() : repoTarget(args.repo)),
     async handler(args, ctx) {
       const repo = args.repo === undefined ? undefined : allowedRepo(deps, args.repo);
+      const acting = await deps.accounts.for(ctx);
       const q = buildSearchQuery(scope, args, repo);
       const query = { q, sort: args.sort, order: args.order, per_page: args.per_page };
       const page = decodeCursor(args.cursor, query);
       const perPage = args.per_page ?? config.GITHUB_PAGE_SIZE;
       const response = await call(ctx, () =>
-        deps.github.rest.search.issuesAndPullRequests({
+        acting.github.rest.search.issuesAndPullRequests({
           q,
           ...(args.sort === undefined ? {} : { sort: args.sort }),
           ...(args.order === undefined ? {} : { order: args.order }),
@@ -95,7 +96,7 @@ export function searchIssuesTool(deps: GitHubDeps) {
       // (viewIssues drops the others).
       const items = issuesOf(response.data.items);
       const fields = args.fields ?? ['repo', ...LIST_FIELDS];
-      const views = await viewIssues(deps, ctx, items, fields);
+      const views = await viewIssues(deps, acting, ctx, items, fields);
       const next =
         hasNext(response.headers.link) && page < 1000 / perPage
           ? encodeCursor(page + 1, query)

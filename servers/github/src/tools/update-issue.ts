@@ -58,6 +58,7 @@ export function updateIssueTool(deps: GitHubDeps) {
     target: (args) => repoTarget(args.repo, args.number),
     async handler(args, ctx) {
       const repo = allowedRepo(deps, args.repo);
+      const acting = await deps.accounts.for(ctx);
       const { repo: _r, number, add_labels, remove_labels, ...direct } = args;
       if (args.labels !== undefined && (add_labels !== undefined || remove_labels !== undefined)) {
         throw new ToolError('Give labels (replace all) or add_labels/remove_labels, not both.', {
@@ -67,7 +68,7 @@ export function updateIssueTool(deps: GitHubDeps) {
       const patch: Record<string, unknown> = { ...direct };
       if (add_labels !== undefined || remove_labels !== undefined) {
         const { data } = await call(ctx, () =>
-          deps.github.rest.issues.get({
+          acting.github.rest.issues.get({
             owner: repo.owner,
             repo: repo.repo,
             issue_number: number,
@@ -99,7 +100,7 @@ export function updateIssueTool(deps: GitHubDeps) {
       }
       // A PATCH sets fields to given values: repeating it is harmless, so retries are allowed.
       const { data } = await call(ctx, () =>
-        deps.github.rest.issues.update({
+        acting.github.rest.issues.update({
           owner: repo.owner,
           repo: repo.repo,
           issue_number: number,
