@@ -6,7 +6,7 @@
  */
 
 /** Bumped on any incompatible change of the record shape. */
-export const AUDIT_SCHEMA_VERSION = '1.3.0';
+export const AUDIT_SCHEMA_VERSION = '1.4.0';
 
 /** Why an attempt ended the way it did. */
 export type OutcomeReason =
@@ -36,6 +36,7 @@ export type AuditAction =
   | 'gatehouse/auth_failure'
   | 'gatehouse/security_override'
   | 'gatehouse/rate_limit_store'
+  | 'gatehouse/connect'
   | 'audit/checkpoint';
 
 /** Integrity fields, added by the writer. */
@@ -87,7 +88,9 @@ export interface AuditRecord {
       | 'auth_failed'
       | 'security_override'
       | 'store_unavailable'
-      | 'store_available';
+      | 'store_available'
+      | 'linked'
+      | 'link_refused';
     start?: string;
     /** Nanoseconds. */
     duration?: number;
@@ -95,8 +98,21 @@ export interface AuditRecord {
   service: { name: string; version: string };
   host: { hostname: string };
   process: { pid: number };
-  user?: { id: string };
-  auth?: { method: string; credential_id?: string };
+  /**
+   * The principal; `effective`: the upstream account the call acted as, when it acted as a
+   * person (ECS `user.effective`: the vendor's user id, login, and host).
+   */
+  user?: { id: string; effective?: { id: string; name: string; domain: string } };
+  /**
+   * How the caller authenticated; `upstream`: which credential the call used at the vendor —
+   * `service` (the configured one), `user` (the person's own), `service_fallback` (the
+   * configured one in user mode: a read the operator let fall back).
+   */
+  auth?: {
+    method: string;
+    credential_id?: string;
+    upstream?: 'service' | 'user' | 'service_fallback';
+  };
   client?: { name?: string; version?: string };
   source?: { ip: string };
   user_agent?: { original: string };

@@ -177,6 +177,12 @@ export class ReportBuilder {
   /** Denials per principal and minute. */
   readonly #denials = new Counter();
   readonly #writeTools = new Counter();
+  /** Calls per upstream account a call acted as (`login@host`), and per credential kind. */
+  readonly #accounts = new Counter();
+  /** Calls in user mode that used the service credential (the operator's read fallback). */
+  readonly #fallbacks = new Counter();
+  /** Per server: the credential kinds its calls used (`user`, `service`, `service_fallback`). */
+  readonly #kinds = new Map<string, Set<string>>();
   /** When each principal made its first call in the period; principals seen before it. */
   readonly #firstSeen = new Map<string, string>();
   readonly #knownBefore = new Set<string>();
@@ -289,6 +295,7 @@ export class ReportBuilder {
     if (flags.includes('secret'))
       this.#secretsScrubbed.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
     this.#tools.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
+    this.#upstream(r);
     if (r.target) this.#targets.add(r.target.resource);
     this.#servers.add(r.service.name);
     if (!ok) {
@@ -365,6 +372,7 @@ ${this.#timeChart()}
 <div><h3>Top principals</h3>${this.#barTable(this.#principals.top(15), 'principals')}</div>
 <div><h3>Top tools</h3>${this.#barTable(this.#tools.top(15), 'tools')}</div>
 <div><h3>Top targets</h3>${this.#barTable(this.#targets.top(15), 'targets')}</div>
+${this.#accounts.size === 0 ? '' : `<div id="accounts"><h3>Calls per upstream account</h3>${this.#barTable(this.#accounts.top(15), 'accounts')}</div>`}
 </div>
 <details open id="failures"><summary><h3>Denials and errors (latest ${this.#failures.items.length} of ${this.#failures.total})</h3></summary>
 ${this.#rows(this.#failures.items, 'failures')}</details>
@@ -375,6 +383,20 @@ ${this.#barTable(this.#lifecycle.top(10), 'lifecycle')}
 ${this.#rows(this.#events.items, 'lifecycle-events')}
 </body></html>
 `;
+  }
+
+  /** Which upstream account and credential a call acted with (ADR 0026). */
+  #upstream(r: AuditRecord): void {
+    const kind = r.auth?.upstream;
+    if (kind === undefined) return;
+    const kinds = this.#kinds.get(r.service.name) ?? new Set<string>();
+    kinds.add(kind);
+    if (this.#kinds.size < MAX_KEYS) this.#kinds.set(r.service.name, kinds);
+    const effective = r.user?.effective;
+    if (effective !== undefined) this.#accounts.add(`${effective.name}@${effective.domain}`);
+    else this.#accounts.add(kind === 'service' ? '(service credential)' : '(service, fallback)');
+    if (kind === 'service_fallback')
+      this.#fallbacks.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);
   }
 
   /**
@@ -424,6 +446,26 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
         html: `<b>${escape(this.#unauthenticatedCalls)}</b> call(s) reached a server over HTTP <b>without authentication</b> (GATEHOUSE_AUTH=none: whoever could reach the port), recorded as ${list(this.#unauthenticated.top(3))}.`,
       });
     }
+    // A server acting as each person never acts as the service except where the operator let a
+    // read fall back; a plain service call beside a person's is a configuration that changed
+    // between starts, or a defect.
+    const mixed = [...this.#kinds]
+      .filter(
+        ([, kinds]) => kinds.has('service') && (kinds.has('user') || kinds.has('service_fallback')),
+      )
+      .map(([server]) => server);
+    if (mixed.length > 0)
+      items.push({
+        kind: 'service-in-user-mode',
+        severity: 'high',
+        html: `Calls acted with the <b>service credential</b> on a server whose other calls acted as each person: ${mixed.map((m) => `<code>${escape(m)}</code>`).join(', ')} — <a href="#accounts">upstream accounts</a>.`,
+      });
+    if (this.#fallbacks.size > 0)
+      items.push({
+        kind: 'service-fallback',
+        severity: 'medium',
+        html: `Calls in user mode used the service credential, as the operator's read fallback allows: ${list(this.#fallbacks.top(5))} — <a href="#accounts">upstream accounts</a>.`,
+      });
     if (this.#outgoingSecrets.total > 0) {
       const who = new Counter();
       for (const r of this.#outgoingSecrets.items) who.add(`${r.principal} · ${r.name}`);

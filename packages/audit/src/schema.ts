@@ -24,6 +24,8 @@ const reasons = [
   'security_override',
   'store_unavailable',
   'store_available',
+  'linked',
+  'link_refused',
 ];
 
 /**
@@ -73,6 +75,7 @@ export const auditRecordSchema = {
             'gatehouse/auth_failure',
             'gatehouse/security_override',
             'gatehouse/rate_limit_store',
+            'gatehouse/connect',
             'audit/checkpoint',
           ],
         },
@@ -104,13 +107,25 @@ export const auditRecordSchema = {
       type: 'object',
       additionalProperties: false,
       required: ['id'],
-      properties: { id: str },
+      properties: {
+        id: str,
+        effective: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['id', 'name', 'domain'],
+          properties: { id: str, name: str, domain: str },
+        },
+      },
     },
     auth: {
       type: 'object',
       additionalProperties: false,
       required: ['method'],
-      properties: { method: { enum: ['local', 'none', 'api_key', 'oauth'] }, credential_id: str },
+      properties: {
+        method: { enum: ['local', 'none', 'api_key', 'oauth'] },
+        credential_id: str,
+        upstream: { enum: ['service', 'user', 'service_fallback'] },
+      },
     },
     client: {
       type: 'object',

@@ -387,3 +387,76 @@ describe('what to look at first', () => {
     expect(kinds.filter((k) => !['writes', 'new-principals'].includes(k!))).toEqual([]);
   });
 });
+
+describe('calls per upstream account (ADR 0026)', () => {
+  it('counts calls by the account each acted as, and flags the service credential in user mode', async () => {
+    const dir = tempDir();
+    const path = join(dir, 'audit.jsonl');
+    const log = new AuditLog({
+      sinks: [fileSink({ path, maxBytes: 1 << 30, daily: false })],
+      service: SERVICE,
+    });
+    const acting = (
+      i: number,
+      principal: string,
+      upstream: 'user' | 'service' | 'service_fallback',
+      login?: string,
+    ): AuditEntry => {
+      const base = callEntry(i);
+      return {
+        ...base,
+        auth: { method: 'api_key', upstream },
+        user: {
+          id: principal,
+          ...(login === undefined
+            ? {}
+            : { effective: { id: String(1000 + i), name: login, domain: 'github.com' } }),
+        },
+      };
+    };
+    const stop = (): AuditEntry => ({
+      '@timestamp': new Date().toISOString(),
+      event: event('gatehouse/stop', 'stopped', 'success'),
+      gatehouse: { reason: 'SIGTERM' },
+    });
+    for (let i = 0; i < 3; i++) log.append(acting(i, 'ci-alice', 'user', 'alice'));
+    log.append(acting(3, 'ci-bob', 'user', 'bob'));
+    log.append(acting(4, 'ci-carol', 'service_fallback'));
+    log.append(stop());
+    log.close();
+    const html = join(dir, 'report.html');
+    const run = await cli('report', '--out', html, path);
+    expect(run.code, JSON.stringify(run)).toBe(0);
+    const { page } = await open(html);
+    const rows = await page.$$eval('[data-chart="accounts"] tr', (trs) =>
+      trs.map((tr) => [...tr.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent)),
+    );
+    expect(rows[0]).toEqual(['alice@github.com', '3']);
+    expect(rows.slice(1).sort()).toEqual([
+      ['(service, fallback)', '1'],
+      ['bob@github.com', '1'],
+    ]);
+    const findings = await page.$$eval('[data-finding]', (items) =>
+      items.map((i) => i.getAttribute('data-finding')),
+    );
+    expect(findings).toContain('service-fallback');
+    expect(findings).not.toContain('service-in-user-mode');
+
+    // A plain service call on the same server as people's calls: the invariant broke.
+    const mixedPath = join(dir, 'mixed.jsonl');
+    const mixed = new AuditLog({
+      sinks: [fileSink({ path: mixedPath, maxBytes: 1 << 30, daily: false })],
+      service: SERVICE,
+    });
+    mixed.append(acting(0, 'ci-alice', 'user', 'alice'));
+    mixed.append(acting(1, 'ci-carol', 'service'));
+    mixed.append(stop());
+    mixed.close();
+    const mixedHtml = join(dir, 'mixed.html');
+    expect((await cli('report', '--out', mixedHtml, mixedPath)).code).toBe(0);
+    const second = await open(mixedHtml);
+    expect(await second.page.textContent('[data-finding="service-in-user-mode"]')).toMatch(
+      /^HIGH: Calls acted with the service credential on a server whose other calls acted as each person/,
+    );
+  });
+});

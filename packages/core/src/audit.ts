@@ -12,6 +12,7 @@ import type { AuditAction, AuditEntry, CheckpointWitness, LineSink } from '@gate
 import type { BaseConfig } from './config.js';
 import { ConfigError } from './errors.js';
 import type { Logger } from './logger.js';
+import type { ConnectOutcome } from './identity/connect.js';
 import type { Principal } from './principal.js';
 import { sanitizeText } from './sanitize.js';
 import { scrubSecrets } from './secrets.js';
@@ -193,7 +194,8 @@ type LifecycleAction =
   | 'gatehouse/start_refused'
   | 'gatehouse/auth_failure'
   | 'gatehouse/security_override'
-  | 'gatehouse/rate_limit_store';
+  | 'gatehouse/rate_limit_store'
+  | 'gatehouse/connect';
 
 type EventFields = Pick<AuditEntry['event'], 'category' | 'type' | 'reason' | 'outcome'>;
 
@@ -238,6 +240,20 @@ function lifecycleEvent(action: LifecycleAction, failed: boolean): EventFields {
         reason: 'security_override',
         outcome: 'success',
       };
+    case 'gatehouse/connect':
+      return failed
+        ? {
+            category: ['authentication'],
+            type: ['denied'],
+            reason: 'link_refused',
+            outcome: 'failure',
+          }
+        : {
+            category: ['authentication'],
+            type: ['creation'],
+            reason: 'linked',
+            outcome: 'success',
+          };
     case 'gatehouse/rate_limit_store':
       return failed
         ? {
@@ -283,6 +299,43 @@ export function lifecycleEntry(
     ...(options.sourceIp === undefined ? {} : { source: { ip: options.sourceIp } }),
     gatehouse: details,
   };
+}
+
+/**
+ * The record of one visit to the `/connect` pages that linked a person's upstream account or
+ * refused to (ADR 0026): whose link it was (when it could be opened), the account, why not —
+ * never a token, a code or the link.
+ */
+export function connectEntry(outcome: ConnectOutcome, sourceIp: string | undefined): AuditEntry {
+  const { owner, account } = outcome;
+  const entry = lifecycleEntry(
+    'gatehouse/connect',
+    {
+      step: outcome.step,
+      ...(outcome.refused === undefined ? {} : { refused: outcome.refused }),
+      ...(owner === undefined ? {} : { issuer: callerText(owner.issuer, 256) }),
+      ...(outcome.elicitationId === undefined
+        ? {}
+        : { elicitation_id: callerText(outcome.elicitationId, 128) }),
+    },
+    {
+      outcome: outcome.linked ? 'success' : 'failure',
+      ...(owner === undefined
+        ? {}
+        : {
+            user: callerText(owner.subject, 256),
+            authMethod: owner.issuer === 'api-key' ? 'api_key' : 'oauth',
+          }),
+      ...(sourceIp === undefined ? {} : { sourceIp }),
+    },
+  );
+  if (owner === undefined || account === undefined) return entry;
+  const effective = {
+    domain: owner.upstream,
+    id: callerText(account.id, 256),
+    name: callerText(account.login, 256),
+  };
+  return { ...entry, user: { effective, id: entry.user!.id } };
 }
 
 /**

@@ -1,3 +1,4 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { userInfo } from 'node:os';
 import type { McpServerFactory } from '@modelcontextprotocol/server';
 import { serveStdio } from '@modelcontextprotocol/server/stdio';
@@ -12,7 +13,7 @@ import {
   openWitnesses,
   scopeDeniedEntry,
 } from './audit.js';
-import { scrubRecordText } from './audit.js';
+import { connectEntry, scrubRecordText } from './audit.js';
 import type { AuditWriter } from './audit.js';
 import {
   loadConfig,
@@ -46,6 +47,8 @@ import type { Metrics } from './metrics.js';
 import type { PipelineMetrics } from './pipeline/runtime-type.js';
 import type { Readiness } from './startup.js';
 import type { Runtime } from './server.js';
+import type { UpstreamIdentity } from './identity/mode.js';
+import { disconnectCommand } from './identity/command.js';
 
 /** Options of {@link runServer}. */
 export interface RunServerOptions<S extends z.ZodObject> {
@@ -60,6 +63,11 @@ export interface RunServerOptions<S extends z.ZodObject> {
   env?: Readonly<Record<string, string | undefined>>;
   /** Name and version for the record of a refused configuration (before the definition exists). */
   service?: { name: string; version: string };
+  /**
+   * The command line after the program (defaults to `process.argv`): empty to serve;
+   * `disconnect …` runs the operator's command of ADR 0026 and exits.
+   */
+  argv?: readonly string[];
 }
 
 /** A running server, as returned by {@link runServer}. */
@@ -301,6 +309,40 @@ async function createDefinition<S extends z.ZodObject>(
   const problems = identityProblems(config, definition);
   if (problems.length > 0) throw new ConfigError(problems);
   return { definition, readiness: await checkAtStart(definition, logger) };
+}
+
+/**
+ * `disconnect …`: the operator revokes a person's grant with the deployment's configuration,
+ * without serving. The exit code says how it went (a grant file held by a running instance is
+ * refused, naming the holder).
+ */
+async function runDisconnect<S extends z.ZodObject>(
+  options: RunServerOptions<S>,
+  config: z.output<S>,
+  logger: Logger,
+  args: readonly string[],
+): Promise<void> {
+  let definition: ServerDefinition | undefined;
+  try {
+    definition = await options.create(config, { logger });
+    const { code, message } = await disconnectCommand(definition.identity, args);
+    (code === 0 ? process.stdout : process.stderr).write(`${message}\n`);
+    process.exitCode = code;
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    process.stderr.write(`${error.message}\n`);
+    process.exitCode = EXIT.config;
+  } finally {
+    await definition?.close?.();
+  }
+}
+
+/** The `/connect` pages, each visit that linked or refused audited. */
+function connectPages(identity: UpstreamIdentity, audit: AuditLog) {
+  return (req: IncomingMessage, res: ServerResponse) =>
+    identity.connect.handle(req, res, (outcome) =>
+      audit.append(connectEntry(outcome, req.socket.remoteAddress)),
+    );
 }
 
 /**
@@ -566,7 +608,7 @@ async function serveOverHttp(
     ...(metrics === undefined ? {} : { onRequestDone: metrics.httpRequest.bind(metrics) }),
     ...(definition.identity === undefined
       ? {}
-      : { pages: definition.identity.connect.handle.bind(definition.identity.connect) }),
+      : { pages: connectPages(definition.identity, parts.audit) }),
     ...httpAuditHooks(definition, parts.hashes, parts.audit, metrics),
   }).catch((error: unknown) => {
     throw new Error(`could not listen on ${base.GATEHOUSE_HOST}:${base.GATEHOUSE_PORT}`, {
@@ -677,6 +719,11 @@ export async function runServer<S extends z.ZodObject>(
     redact: secretKeys(options.schema).map((k) => `config.${k}`),
   });
   warnAboutConfig(options.schema, env, config, logger);
+  const argv = options.argv ?? process.argv.slice(2);
+  if (argv[0] === 'disconnect') {
+    await runDisconnect(options, config, logger, argv.slice(1));
+    return undefined;
+  }
   const closers = new Closers();
   let audit: AuditLog | undefined;
   try {

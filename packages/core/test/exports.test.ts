@@ -67,6 +67,8 @@ const SURFACES: Record<string, string[]> = {
     'Vault',
     'createConnect',
     'credentialFor',
+    'disconnect',
+    'disconnectTool',
     'fileGrantStore',
     'grantOf',
     'grantRefused',

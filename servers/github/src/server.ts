@@ -1,6 +1,7 @@
 import { defineServer, namesInWords } from '@gatehouse/core';
 import type { Logger, ServerDefinition } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
+import { disconnectTool } from '@gatehouse/core/identity';
 import { writesEnabled } from '@gatehouse/core/saas';
 import { GitHubConfigSchema } from './config.js';
 import { createGitHub } from './client.js';
@@ -51,6 +52,7 @@ export function createGitHubServer(
     createIssueTool(shared),
     updateIssueTool(shared),
     addCommentTool(shared),
+    ...(identity === undefined ? [] : [disconnectTool(identity, 'github_disconnect')]),
   ];
   const writes = writesEnabled(config, tools);
   const verify = async (): Promise<AccessReport> =>

@@ -2,6 +2,7 @@
 // clients in both eras, the linking pages driven by a cookie-keeping browser client, and the
 // GitHub fake's App with user access tokens and per-user rights. What a call can touch is the
 // person's own GitHub rights ∩ GITHUB_REPOS ∩ the tool — never the service's, never another's.
+import { execFile } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -9,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { TestBrowser, connectHttp, freePort, spawnServer, unframed } from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
+import type { AuditRecord } from '@gatehouse/audit';
 import { githubSeed, startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -25,6 +27,8 @@ const KEYS = Object.fromEntries(
 let fake: GitHubFake;
 let server: ServerProcess;
 let grantsFile: string;
+let auditFile: string;
+let serverEnv: Record<string, string>;
 
 beforeAll(async () => {
   const port = await freePort();
@@ -48,37 +52,39 @@ beforeAll(async () => {
   const keys = join(dir, 'vault.keys');
   writeFileSync(keys, `k1 ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   grantsFile = join(dir, 'grants.json');
+  auditFile = join(dir, 'audit.jsonl');
   const apiKey = (who: Person) => ({
     id: `k-${who}`,
     sha256: createHash('sha256').update(KEYS[who]).digest('hex'),
     principal: `ci-${who}`,
     scopes: ['github:read', 'github:write'],
   });
-  server = await spawnServer(process.execPath, [BIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      GATEHOUSE_TRANSPORT: 'http',
-      GATEHOUSE_HOST: '127.0.0.1',
-      GATEHOUSE_PORT: String(port),
-      GATEHOUSE_PUBLIC_URL: `http://127.0.0.1:${port}/mcp`,
-      GATEHOUSE_AUTH: 'api_key',
-      GATEHOUSE_API_KEYS: JSON.stringify(PEOPLE.map(apiKey)),
-      GATEHOUSE_STRUCTURED_OUTPUT: 'true',
-      GATEHOUSE_ENABLE_WRITES: 'true',
-      GATEHOUSE_IDENTITY: 'user',
-      GATEHOUSE_IDENTITY_READ_FALLBACK: 'github_search_issues',
-      GATEHOUSE_VAULT_KEYS_FILE: keys,
-      GATEHOUSE_GRANTS_FILE: grantsFile,
-      GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=alice,ci-bob=bob,ci-mallory=mallory',
-      GITHUB_TOKEN: TOKEN,
-      GITHUB_OAUTH_CLIENT_ID: CLIENT.id,
-      GITHUB_OAUTH_CLIENT_SECRET: CLIENT.secret,
-      GITHUB_API_URL: fake.url,
-      GITHUB_WEB_URL: fake.rootUrl,
-      GITHUB_REPOS: 'acme/api,acme/web,acme/secret',
-      GITHUB_TRUSTED_AUTHORS_ONLY: 'true',
-    },
-  });
+  serverEnv = {
+    PATH: process.env.PATH ?? '',
+    GATEHOUSE_TRANSPORT: 'http',
+    GATEHOUSE_HOST: '127.0.0.1',
+    GATEHOUSE_PORT: String(port),
+    GATEHOUSE_PUBLIC_URL: `http://127.0.0.1:${port}/mcp`,
+    GATEHOUSE_AUTH: 'api_key',
+    GATEHOUSE_API_KEYS: JSON.stringify(PEOPLE.map(apiKey)),
+    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
+    GATEHOUSE_ENABLE_WRITES: 'true',
+    GATEHOUSE_AUDIT_SINKS: 'file',
+    GATEHOUSE_AUDIT_FILE: auditFile,
+    GATEHOUSE_IDENTITY: 'user',
+    GATEHOUSE_IDENTITY_READ_FALLBACK: 'github_search_issues',
+    GATEHOUSE_VAULT_KEYS_FILE: keys,
+    GATEHOUSE_GRANTS_FILE: grantsFile,
+    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=alice,ci-bob=bob,ci-mallory=mallory',
+    GITHUB_TOKEN: TOKEN,
+    GITHUB_OAUTH_CLIENT_ID: CLIENT.id,
+    GITHUB_OAUTH_CLIENT_SECRET: CLIENT.secret,
+    GITHUB_API_URL: fake.url,
+    GITHUB_WEB_URL: fake.rootUrl,
+    GITHUB_REPOS: 'acme/api,acme/web,acme/secret',
+    GITHUB_TRUSTED_AUTHORS_ONLY: 'true',
+  };
+  server = await spawnServer(process.execPath, [BIN], { env: serverEnv });
 });
 
 afterAll(async () => {
@@ -260,5 +266,95 @@ describe('the GitHub server acting as each person', () => {
     const after = await callAs('bob', 'github_list_issues', { repo: 'acme/secret' });
     expect(text(after)).toContain('no longer accepts the account you linked');
     expect(linkIn(after)).toBeDefined();
+  });
+
+  it('audits who asked, whom each call acted as upstream, and every link made or refused', () => {
+    const records = readFileSync(auditFile, 'utf8')
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => JSON.parse(line) as AuditRecord);
+    const calls = records.filter((r) => r.event.action === 'tools/call');
+    const acted = (principal: string) =>
+      calls.filter((r) => r.user?.id === principal && r.auth?.upstream !== undefined);
+    expect(acted('ci-alice').length).toBeGreaterThan(0);
+    for (const r of acted('ci-alice')) {
+      expect(r.auth?.upstream).toBe('user');
+      expect(r.user?.effective).toMatchObject({ name: 'alice', domain: expect.any(String) });
+    }
+    for (const r of acted('ci-bob')) expect(r.user?.effective?.name).toBe('bob');
+    // Carol's search used the service credential as the operator's fallback, and said so.
+    expect(acted('ci-carol').map((r) => [r.mcp?.name, r.auth?.upstream])).toEqual([
+      ['github_search_issues', 'service_fallback'],
+    ]);
+    // In user mode nothing acts as the plain service.
+    expect(calls.filter((r) => r.auth?.upstream === 'service')).toEqual([]);
+    const links = records.filter((r) => r.event.action === 'gatehouse/connect');
+    expect(
+      links
+        .filter((r) => r.event.outcome === 'success')
+        .map((r) => [r.user?.id, r.user?.effective?.name]),
+    ).toEqual(
+      expect.arrayContaining([
+        ['ci-alice', 'alice'],
+        ['ci-bob', 'bob'],
+      ]),
+    );
+    expect(
+      links.find((r) => r.user?.id === 'ci-mallory' && r.event.outcome === 'failure')?.gatehouse,
+    ).toMatchObject({ refused: 'wrong_account', step: 'callback' });
+    // No token, refresh token or code reached the trail.
+    expect(readFileSync(auditFile, 'utf8')).not.toMatch(/gh[ur]_|code=/);
+  });
+
+  it('disconnects a person on their own word: the token revoked at GitHub, the grant gone', async () => {
+    const { client, close } = await connectAs('alice');
+    try {
+      const done = await client.callTool({ name: 'github_disconnect', arguments: {} });
+      expect(unframed(done.structuredContent)).toEqual({
+        disconnected: true,
+        account: 'alice',
+        revoked: true,
+      });
+      expect(fake.requests.at(-1)).toMatch(/^DELETE \/applications\/Iv23liUserModeTest\/token/);
+      const again = await client.callTool({
+        name: 'github_list_issues',
+        arguments: { repo: 'acme/web' },
+      });
+      expect(linkIn(again)).toBeDefined();
+      const twice = await client.callTool({ name: 'github_disconnect', arguments: {} });
+      expect(unframed(twice.structuredContent)).toEqual({ disconnected: false });
+    } finally {
+      await close();
+    }
+  });
+
+  it("disconnects a person by the operator's command, once no instance holds the grant file", async () => {
+    await link('alice');
+    // Run asynchronously: the GitHub fake answers from this process.
+    const command = async () =>
+      new Promise<{ status: number | null; stdout: string; stderr: string }>((resolve) => {
+        execFile(
+          process.execPath,
+          [BIN, 'disconnect', '--api-key-principal', 'ci-alice'],
+          { env: serverEnv, timeout: 30_000 },
+          (error, stdout, stderr) =>
+            resolve({ status: error === null ? 0 : (error.code as number), stdout, stderr }),
+        );
+      });
+    const busy = await command();
+    expect(busy.status).toBe(2);
+    expect(busy.stderr).toContain('GATEHOUSE_GRANTS_FILE');
+    expect(busy.stderr).toContain('is in use');
+    await server.stop();
+    const revokes = () => fake.requests.filter((r) => r.startsWith('DELETE /applications')).length;
+    const before = revokes();
+    const done = await command();
+    expect(done.stderr).toBe('');
+    expect(done.stdout).toContain(
+      'ci-alice no longer acts as alice on GitHub; the token was revoked there',
+    );
+    expect(done.status).toBe(0);
+    expect(revokes()).toBe(before + 1);
+    expect((await command()).stdout).toContain('ci-alice had no GitHub account linked');
   });
 });

@@ -85,11 +85,56 @@ interface BrowserStep {
   readonly nonce?: string;
 }
 
+/** Why a visit to the pages linked nothing (the audit's `gatehouse.refused`). */
+export type ConnectRefusal =
+  /** The link or the browser step expired, or was not one of ours. */
+  | 'expired'
+  /** The browser came without the step's cookie or state (another browser, a forged page). */
+  | 'elsewhere'
+  /** The link was used already. */
+  | 'replayed'
+  /** An API key's principal the operator named no upstream login for. */
+  | 'no_login_configured'
+  /** A principal from an IdP this server cannot sign the browser in with. */
+  | 'no_idp'
+  /** The IdP did not sign the browser in. */
+  | 'idp_refused'
+  /** The browser signed in to the IdP as someone else than the link's owner. */
+  | 'wrong_person'
+  /** The vendor did not accept the authorization code. */
+  | 'vendor_refused'
+  /** The vendor did not say who the account is. */
+  | 'unknown_account'
+  /** The vendor account is not the one the operator named for the key. */
+  | 'wrong_account'
+  /** Something failed on our side (the vault, the IdP, the vendor unreachable). */
+  | 'error';
+
+/** What one visit to the pages did, for the audit trail (never a token, never a code). */
+export interface ConnectOutcome {
+  readonly linked: boolean;
+  readonly refused?: ConnectRefusal;
+  readonly step: 'start' | 'signed-in' | 'callback';
+  /** Whose link it was, once it could be opened. */
+  readonly owner?: GrantOwner;
+  /** The vendor account linked, or refused as not the expected one. */
+  readonly account?: Grant['account'];
+  /** The elicitation the link answered. */
+  readonly elicitationId?: string;
+}
+
 export interface Connect {
   /** The link a URL elicitation carries for `owner`. */
   link(owner: GrantOwner, elicitationId: string): string;
-  /** Answers a request below `/connect/<server>/`; false when the path is not one of ours. */
-  handle(req: IncomingMessage, res: ServerResponse): Promise<boolean>;
+  /**
+   * Answers a request below `/connect/<server>/`; false when the path is not one of ours. Each
+   * visit that links or refuses is told to `report` (the runtime audits it).
+   */
+  handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    report?: (outcome: ConnectOutcome) => void,
+  ): Promise<boolean>;
 }
 
 /** A page's text: cleaned like every answer (a vendor's login among it), then HTML-escaped. */
@@ -146,6 +191,13 @@ const EXPIRED = 'This link has expired or is not valid. Ask again from your MCP 
 const ELSEWHERE =
   'This page must be reached from the link your MCP client showed, in the same browser. Nothing was linked.';
 
+/** One visit to a page: its answer, which step, and where its outcome is told. */
+interface Visit {
+  readonly res: ServerResponse;
+  readonly step: ConnectOutcome['step'];
+  readonly report: ((outcome: ConnectOutcome) => void) | undefined;
+}
+
 /** One server's `/connect` pages. */
 class ConnectPages implements Connect {
   readonly #base: URL;
@@ -174,7 +226,11 @@ class ConnectPages implements Connect {
     return url.href;
   }
 
-  async handle(req: IncomingMessage, res: ServerResponse): Promise<boolean> {
+  async handle(
+    req: IncomingMessage,
+    res: ServerResponse,
+    report?: (outcome: ConnectOutcome) => void,
+  ): Promise<boolean> {
     const url = new URL(req.url ?? '/', this.#base);
     if (!url.pathname.startsWith(this.#base.pathname)) return false;
     const action = url.pathname.slice(this.#base.pathname.length);
@@ -185,20 +241,42 @@ class ConnectPages implements Connect {
       page(res, 404, 'Not found', 'There is nothing here.');
       return true;
     }
+    const visit: Visit = { res, step: action as Visit['step'], report };
     try {
-      await run.call(this, req, url, res);
+      await run.call(this, req, url, visit);
     } catch (error) {
       // The vault, the IdP or the vendor failed under us: said plainly, nothing half-linked.
       this.options.logger.error({ err: error, server: this.options.server }, 'linking failed');
       if (!res.headersSent) {
-        this.#refuse(res, 500, 'Something failed on our side. Nothing was linked; try again.');
+        this.#refuse(
+          visit,
+          500,
+          'Something failed on our side. Nothing was linked; try again.',
+          'error',
+        );
       } else res.end();
     }
     return true;
   }
 
-  #refuse(res: ServerResponse, status: number, text: string): void {
-    page(res, status, `Not linked to ${this.options.vendor.name}`, text);
+  /** A page that says nothing was linked, and the refusal told to the visit's report. */
+  #refuse(
+    visit: Visit,
+    status: number,
+    text: string,
+    refused: ConnectRefusal,
+    about: { flow?: Flow; account?: Grant['account'] } = {},
+  ): void {
+    page(visit.res, status, `Not linked to ${this.options.vendor.name}`, text);
+    visit.report?.({
+      linked: false,
+      refused,
+      step: visit.step,
+      ...(about.flow === undefined
+        ? {}
+        : { owner: about.flow.owner, elicitationId: about.flow.elicitationId }),
+      ...(about.account === undefined ? {} : { account: about.account }),
+    });
   }
 
   #setCookie(res: ServerResponse, step: BrowserStep | undefined): void {
@@ -221,25 +299,32 @@ class ConnectPages implements Connect {
     return step;
   }
 
-  async #start(_req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+  async #start(_req: IncomingMessage, url: URL, visit: Visit): Promise<void> {
     const { idp, vendor, expectedLogins } = this.options;
+    const { res } = visit;
     const flow = this.#sealed.open<Flow>('flow', url.searchParams.get('flow'));
-    if (flow === undefined || flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
+    if (flow === undefined || flow.expiresAt <= Date.now()) {
+      return this.#refuse(visit, 400, EXPIRED, 'expired');
+    }
     if (flow.owner.issuer === 'api-key') {
       if (!expectedLogins.has(flow.owner.subject)) {
         return this.#refuse(
-          res,
+          visit,
           403,
           `This server has not been told which ${vendor.name} account this API key links to. Nothing was linked; ask the server's operator.`,
+          'no_login_configured',
+          { flow },
         );
       }
       return this.#toVendor(res, flow);
     }
     if (idp === undefined || idp.issuer !== flow.owner.issuer) {
       return this.#refuse(
-        res,
+        visit,
         403,
         'Linking for people signed in through the identity provider needs this server to sign the browser in with it first, which is not configured here. Nothing was linked.',
+        'no_idp',
+        { flow },
       );
     }
     const verifier = client.randomPKCECodeVerifier();
@@ -259,11 +344,14 @@ class ConnectPages implements Connect {
   }
 
   /** Back from the IdP: the browser's person must be the flow's owner before the vendor is asked. */
-  async #signedIn(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+  async #signedIn(req: IncomingMessage, url: URL, visit: Visit): Promise<void> {
     const { idp } = this.options;
-    const step = this.#step(req, url, res, 'idp');
-    if (step === undefined || idp === undefined) return this.#refuse(res, 400, ELSEWHERE);
-    if (step.flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
+    const step = this.#step(req, url, visit.res, 'idp');
+    if (step === undefined || idp === undefined) {
+      return this.#refuse(visit, 400, ELSEWHERE, 'elsewhere');
+    }
+    const { flow } = step;
+    if (flow.expiresAt <= Date.now()) return this.#refuse(visit, 400, EXPIRED, 'expired', { flow });
     let claims: client.IDToken | undefined;
     try {
       const tokens = await client.authorizationCodeGrant(await idp.config(), url, {
@@ -281,19 +369,23 @@ class ConnectPages implements Connect {
     }
     if (claims === undefined) {
       return this.#refuse(
-        res,
+        visit,
         502,
         'The identity provider did not sign you in. Nothing was linked.',
+        'idp_refused',
+        { flow },
       );
     }
-    if (claims.iss !== step.flow.owner.issuer || claims.sub !== step.flow.owner.subject) {
+    if (claims.iss !== flow.owner.issuer || claims.sub !== flow.owner.subject) {
       return this.#refuse(
-        res,
+        visit,
         403,
         'You signed in as someone other than the person this link was made for. Nothing was linked.',
+        'wrong_person',
+        { flow },
       );
     }
-    return this.#toVendor(res, step.flow);
+    return this.#toVendor(visit.res, flow);
   }
 
   /** Sends the browser to the vendor's authorization page, PKCE and state in its cookie. */
@@ -311,14 +403,15 @@ class ConnectPages implements Connect {
     res.end();
   }
 
-  async #callback(req: IncomingMessage, url: URL, res: ServerResponse): Promise<void> {
+  async #callback(req: IncomingMessage, url: URL, visit: Visit): Promise<void> {
     const { vendor, logger, server } = this.options;
-    const step = this.#step(req, url, res, 'vendor');
-    if (step === undefined) return this.#refuse(res, 400, ELSEWHERE);
+    const step = this.#step(req, url, visit.res, 'vendor');
+    if (step === undefined) return this.#refuse(visit, 400, ELSEWHERE, 'elsewhere');
     const { flow } = step;
-    if (flow.expiresAt <= Date.now()) return this.#refuse(res, 400, EXPIRED);
+    if (flow.expiresAt <= Date.now()) return this.#refuse(visit, 400, EXPIRED, 'expired', { flow });
     if (!(await this.options.store.claim(flow.id, this.#flowMs))) {
-      return this.#refuse(res, 409, 'This link was used already. Nothing more was linked.');
+      const text = 'This link was used already. Nothing more was linked.';
+      return this.#refuse(visit, 409, text, 'replayed', { flow });
     }
     let tokens: client.TokenEndpointResponse;
     try {
@@ -328,29 +421,33 @@ class ConnectPages implements Connect {
       });
     } catch (error) {
       logger.warn({ err: error, server }, 'linking: the vendor refused the authorization code');
-      return this.#refuse(
-        res,
-        502,
-        `${vendor.name} did not accept the authorization. Nothing was linked.`,
-      );
+      const text = `${vendor.name} did not accept the authorization. Nothing was linked.`;
+      return this.#refuse(visit, 502, text, 'vendor_refused', { flow });
     }
     const account = await this.#account(tokens.access_token, flow);
-    if (typeof account === 'string')
-      return this.#refuse(
-        res,
-        account === 'unknown' ? 502 : 403,
-        account === 'unknown'
-          ? `${vendor.name} did not say who you are. Nothing was linked.`
-          : `The ${vendor.name} account you signed in with is not the one this link is for. Nothing was linked.`,
-      );
+    if (account === 'unknown') {
+      const text = `${vendor.name} did not say who you are. Nothing was linked.`;
+      return this.#refuse(visit, 502, text, 'unknown_account', { flow });
+    }
+    if ('mismatch' in account) {
+      const text = `The ${vendor.name} account you signed in with is not the one this link is for. Nothing was linked.`;
+      return this.#refuse(visit, 403, text, 'wrong_account', { flow, account: account.mismatch });
+    }
     await this.options.vault.put(flow.owner, grantOf(tokens, account));
     this.options.onLinked?.(flow.owner, flow.elicitationId);
     page(
-      res,
+      visit.res,
       200,
       `Linked to ${vendor.name}`,
       `Linked as ${account.login}. Return to your MCP client and ask again.`,
     );
+    visit.report?.({
+      linked: true,
+      step: visit.step,
+      owner: flow.owner,
+      account,
+      elicitationId: flow.elicitationId,
+    });
   }
 
   /**
@@ -361,7 +458,7 @@ class ConnectPages implements Connect {
   async #account(
     accessToken: string,
     flow: Flow,
-  ): Promise<Grant['account'] | 'unknown' | 'mismatch'> {
+  ): Promise<Grant['account'] | 'unknown' | { mismatch: Grant['account'] }> {
     const { vendor, logger, server, expectedLogins } = this.options;
     const revoke = () =>
       vendor.revoke(accessToken).catch((error: unknown) => {
@@ -379,7 +476,7 @@ class ConnectPages implements Connect {
       const expected = expectedLogins.get(flow.owner.subject);
       if (expected === undefined || expected.toLowerCase() !== account.login.toLowerCase()) {
         await revoke();
-        return 'mismatch';
+        return { mismatch: account };
       }
     }
     return account;

@@ -23,6 +23,8 @@ export interface UpstreamIdentity {
   readonly connect: Connect;
   /** Refreshes a grant at the vendor (`refreshGrant` with the vendor's OAuth client). */
   refresh(grant: Grant): Promise<Grant>;
+  /** Revokes an access token at the vendor (a grant disconnected). */
+  revoke(accessToken: string): Promise<void>;
   /** The issuer of principals from OAuth tokens (GATEHOUSE_OAUTH_ISSUER). */
   readonly oauthIssuer?: string | undefined;
   /** Read tools that may use the service credential when the person has no grant. */
@@ -31,7 +33,8 @@ export interface UpstreamIdentity {
 
 /** The credential one call acts with upstream. */
 export type UpstreamCredential =
-  | { readonly kind: 'service' }
+  /** `fallback`: in user mode, a read the operator let use the service credential. */
+  | { readonly kind: 'service'; readonly fallback?: true }
   | { readonly kind: 'user'; readonly grant: Grant; readonly owner: GrantOwner };
 
 /**
@@ -71,7 +74,7 @@ export async function credentialFor(
     owner === undefined ? undefined : await identity.vault.fresh(owner, (g) => identity.refresh(g));
   if (owner !== undefined && grant !== undefined) return { kind: 'user', grant, owner };
   if (tool?.access === 'read' && identity.readFallback?.has(tool.name) === true) {
-    return { kind: 'service' };
+    return { kind: 'service', fallback: true };
   }
   if (owner === undefined) {
     throw new ConnectRequiredError(
@@ -120,4 +123,28 @@ export async function grantRefused(
     again.link,
     `${identity.vendor} no longer accepts the account you linked (it was revoked or expired there). Link it again: open ${again.link!.url} in your browser, sign in, then call again.`,
   );
+}
+
+/**
+ * Disconnects `owner`'s account: its token revoked at the vendor, then the grant deleted — the
+ * `disconnect` tool and the operator's command. The login that was linked, or undefined when
+ * none was. A revocation the vendor refuses is reported (`revoked: false`); the grant goes anyway.
+ */
+export async function disconnect(
+  identity: UpstreamIdentity,
+  owner: GrantOwner,
+): Promise<{ readonly login: string; readonly revoked: boolean } | undefined> {
+  const grant = await identity.vault.get(owner);
+  if (grant === undefined) {
+    await identity.vault.delete(owner); // a record that no longer opens goes too
+    return undefined;
+  }
+  let revoked = true;
+  try {
+    await identity.revoke(grant.accessToken);
+  } catch {
+    revoked = false;
+  }
+  await identity.vault.delete(owner);
+  return { login: grant.account.login, revoked };
 }

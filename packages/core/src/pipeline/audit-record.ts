@@ -8,6 +8,7 @@ import type { AuditEntry, OutcomeReason } from '@gatehouse/audit';
 import { argsShape, callerText, redactArgs } from '../audit.js';
 import { UpstreamError } from '../errors.js';
 import type { Decision } from '../policy.js';
+import type { UpstreamCredential } from '../identity/mode.js';
 import type { Principal } from '../principal.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import type { PreparedTool } from './prepare.js';
@@ -26,6 +27,8 @@ export interface RecordSubject {
   readonly tool?: PreparedTool | undefined;
   /** The values of the tool's bound parameters (ToolDefinition `bound`): kept as hashes only. */
   readonly bound?: Readonly<Record<string, string>> | undefined;
+  /** The credential the call acted with upstream, if the handler asked for one. */
+  readonly credential?: UpstreamCredential | undefined;
 }
 
 /** Who asked and over what. */
@@ -110,6 +113,12 @@ function errorOf(err: unknown): Pick<AuditEntry, 'error' | 'upstream'> | undefin
   };
 }
 
+/** Which credential a call used upstream, as the record names it. */
+function upstreamKind(credential: UpstreamCredential): 'service' | 'user' | 'service_fallback' {
+  if (credential.kind === 'user') return 'user';
+  return credential.fallback === true ? 'service_fallback' : 'service';
+}
+
 /** When the attempt ended (the record may be built a little later, after the answer). */
 export interface RecordEnd {
   readonly ns: bigint;
@@ -132,6 +141,7 @@ export function buildAuditRecord(
   if (reason === 'denied' || reason === 'audit_unavailable') types.push('denied');
   else if (reason !== 'ok') types.push('error');
   const { principal } = caller;
+  const { credential } = subject;
   // Members in canonical (sorted) key order at every level: the audit writer then serialises
   // the record without copying anything (canonicalJson copies only objects out of order).
   const err = errorOf(outcome.error);
@@ -163,6 +173,7 @@ export function buildAuditRecord(
         ? {}
         : { credential_id: callerText(principal.credentialId, 256) }),
       method: principal.authMethod,
+      ...(credential === undefined ? {} : { upstream: upstreamKind(credential) }),
     },
     ...clientOf(caller.clientInfo),
     ...(err === undefined ? {} : { error: err.error }),
@@ -216,7 +227,18 @@ export function buildAuditRecord(
           },
         }),
     ...(err?.upstream === undefined ? {} : { upstream: err.upstream }),
-    user: { id: callerText(principal.id, 256) },
+    user: {
+      ...(credential?.kind === 'user'
+        ? {
+            effective: {
+              domain: credential.owner.upstream,
+              id: callerText(credential.grant.account.id, 256),
+              name: callerText(credential.grant.account.login, 256),
+            },
+          }
+        : {}),
+      id: callerText(principal.id, 256),
+    },
     ...(caller.userAgent ? { user_agent: { original: callerText(caller.userAgent, 512) } } : {}),
   };
 }

@@ -14,6 +14,7 @@ import type { Server, ServerContext } from '@modelcontextprotocol/server';
 import type { RequestContext, ToolDefinition } from '../define.js';
 import type { Logger } from '../logger.js';
 import { credentialFor } from '../identity/mode.js';
+import type { UpstreamCredential } from '../identity/mode.js';
 import type { Decision } from '../policy.js';
 import type { Principal } from '../principal.js';
 import { frameUntrusted } from '../sanitize.js';
@@ -76,14 +77,15 @@ export class Connection {
 
   /** The context a handler receives. */
   contextFor(
-    sctx: ServerContext,
-    eventId: string,
+    /** The call: its request, its event id, and where the credential it used is noted. */
+    attempt: Attempt,
     signal: AbortSignal,
     deadline = Date.now() + this.runtime.toolTimeoutMs,
     /** The tool called, if a tool: a read the operator named may use the service credential. */
     tool?: Pick<ToolDefinition, 'name' | 'access'>,
   ): RequestContext {
     const { logger, transport } = this.runtime;
+    const { sctx, eventId } = attempt;
     const era = this.era;
     let child: Logger | undefined;
     let nonce: string | undefined; // one per call, made on first use
@@ -108,7 +110,12 @@ export class Connection {
       canRequestClient: era === 'legacy' && transport !== 'http',
       mcp: sctx,
       sealState: (payload) => this.stateCodec.mint(payload, sctx),
-      credential: () => credentialFor(this.prepared.definition.identity, this.principal, tool),
+      credential: async () =>
+        (attempt.credential = await credentialFor(
+          this.prepared.definition.identity,
+          this.principal,
+          tool,
+        )),
       requestState: <T>() => sctx.mcpReq.requestState<T>(),
     };
   }
@@ -140,6 +147,8 @@ export class Attempt implements RecordSubject {
   readonly startedAt = new Date().toISOString();
   readonly startedNs = process.hrtime.bigint();
   tool: PreparedTool | undefined;
+  /** The credential the handler acted with upstream, once it asked (ADR 0026). */
+  credential: UpstreamCredential | undefined;
   /** The caller's values of the tool's bound parameters, once resolved (hashed in the record). */
   bound: Readonly<Record<string, string>> | undefined;
   /** The request span and its stage spans (no-ops unless tracing is on). */

@@ -71,7 +71,7 @@ function promptGet(
     notFound: () => unknownName('prompt', name),
     run: (subject, args, { attempt, signal, deadline }) => {
       const prompt = connection.prepared.prompts.get(subject.label)!;
-      const ctx = connection.contextFor(attempt.sctx, attempt.eventId, signal, deadline);
+      const ctx = connection.contextFor(attempt, signal, deadline);
       return prompt.handler(args, ctx);
     },
     shape: (_, result, __, flags) => {

@@ -116,7 +116,7 @@ function resourceList(
     }),
     notFound: () => 'Resource listing not available',
     run: async (_, __, { attempt, signal, deadline }) => {
-      const ctx = connection.contextFor(attempt.sctx, attempt.eventId, signal, deadline);
+      const ctx = connection.contextFor(attempt, signal, deadline);
       const listed = staticsListed(connection);
       for (const { definition: t, template } of listing) {
         for (const item of await t.list!(ctx)) {
@@ -178,7 +178,7 @@ function resourceRead(
     },
     notFound: () => 'Resource not found',
     run: (_, found, { attempt, signal, deadline }) => {
-      const ctx = connection.contextFor(attempt.sctx, attempt.eventId, signal, deadline);
+      const ctx = connection.contextFor(attempt, signal, deadline);
       return found.kind === 'static'
         ? found.definition.read(ctx)
         : found.definition.read(uri, found.variables, ctx);

@@ -140,35 +140,32 @@ async function runHandler(
   // Progress and logs after the answer would reach the client out of order: dropped.
   let finished = false;
   try {
-    const ctx: ToolContext = Object.assign(
-      connection.contextFor(sctx, attempt.eventId, signal, deadline, tool),
-      {
-        dryRun,
-        bound,
-        preview: (wouldSend: unknown, summary: string): DryRunPreview => ({
-          dryRun: true,
-          summary,
-          wouldSend,
-        }),
-        progress: async (progress: number, total?: number, message?: string) => {
-          if (progressToken === undefined || finished || signal.aborted || progress <= lastProgress)
-            return;
-          lastProgress = progress;
-          await sctx.mcpReq.notify({
-            method: 'notifications/progress',
-            params: {
-              progressToken,
-              progress,
-              ...(total === undefined ? {} : { total }),
-              ...(message === undefined ? {} : { message: sanitizeText(message).text }),
-            },
-          });
-        },
-        log: async (level: Parameters<ToolContext['log']>[0], data: unknown) => {
-          if (!finished && !signal.aborted) await sctx.mcpReq.log(level, sanitizeDeep(data, flags));
-        },
+    const ctx: ToolContext = Object.assign(connection.contextFor(attempt, signal, deadline, tool), {
+      dryRun,
+      bound,
+      preview: (wouldSend: unknown, summary: string): DryRunPreview => ({
+        dryRun: true,
+        summary,
+        wouldSend,
+      }),
+      progress: async (progress: number, total?: number, message?: string) => {
+        if (progressToken === undefined || finished || signal.aborted || progress <= lastProgress)
+          return;
+        lastProgress = progress;
+        await sctx.mcpReq.notify({
+          method: 'notifications/progress',
+          params: {
+            progressToken,
+            progress,
+            ...(total === undefined ? {} : { total }),
+            ...(message === undefined ? {} : { message: sanitizeText(message).text }),
+          },
+        });
       },
-    );
+      log: async (level: Parameters<ToolContext['log']>[0], data: unknown) => {
+        if (!finished && !signal.aborted) await sctx.mcpReq.log(level, sanitizeDeep(data, flags));
+      },
+    });
     try {
       return await tool.handler(args, ctx);
     } catch (error) {
