@@ -268,6 +268,17 @@ describe('the GitHub server acting as each person', () => {
     expect(linkIn(after)).toBeDefined();
   });
 
+  it('never lends the service credential to a person whose grant expired, not even for the fallback read', async () => {
+    await link('bob');
+    fake.oauth!.advance(200 * 86_400); // past the six months of the refresh token as well
+    const before = sent();
+    const search = await callAs('bob', 'github_search_issues', { text: 'Dark mode' });
+    expect(search.isError).toBe(true);
+    expect(text(search)).toContain('no longer accepts the account you linked');
+    // What reached GitHub for him: the expired token once and the refused refresh, nothing else.
+    expect(fake.requests.slice(before).filter((r) => r.startsWith('GET /search'))).toHaveLength(1);
+  });
+
   it('audits who asked, whom each call acted as upstream, and every link made or refused', () => {
     const records = readFileSync(auditFile, 'utf8')
       .split('\n')

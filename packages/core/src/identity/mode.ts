@@ -59,9 +59,10 @@ export function ownerOf(identity: UpstreamIdentity, principal: Principal): Grant
 
 /**
  * The credential for a call by `principal` (of `tool`, if a tool): the service's when the server
- * has no per-person identity; else the person's grant, refreshed if it is about to expire. With
- * no grant: the service's only for a read tool the operator named; otherwise
- * {@link ConnectRequiredError}, carrying the link to connect.
+ * has no per-person identity; else the person's grant, refreshed if it is about to expire. A
+ * person with no grant gets the service's only for a read tool the operator named, otherwise
+ * {@link ConnectRequiredError} carrying the link to connect; a caller who is not a person gets
+ * that error with no link, whatever the tool (CVE-2026-77254's class).
  */
 export async function credentialFor(
   identity: UpstreamIdentity | undefined,
@@ -70,18 +71,19 @@ export async function credentialFor(
 ): Promise<UpstreamCredential> {
   if (identity === undefined) return { kind: 'service' };
   const owner = ownerOf(identity, principal);
-  const grant =
-    owner === undefined ? undefined : await identity.vault.fresh(owner, (g) => identity.refresh(g));
-  if (owner !== undefined && grant !== undefined) return { kind: 'user', grant, owner };
-  if (tool?.access === 'read' && identity.readFallback?.has(tool.name) === true) {
-    return { kind: 'service', fallback: true };
-  }
+  // A caller who is not a person this server can tell apart gets nothing upstream — not even
+  // the operator's read fallback, which is for people who have not linked an account yet.
   if (owner === undefined) {
     throw new ConnectRequiredError(
       identity.vendor,
       undefined,
       `This server acts on ${identity.vendor} as each person, and this caller is not a person it can tell apart (no API key or token). Nothing was sent to ${identity.vendor}.`,
     );
+  }
+  const grant = await identity.vault.fresh(owner, (g) => identity.refresh(g));
+  if (grant !== undefined) return { kind: 'user', grant, owner };
+  if (tool?.access === 'read' && identity.readFallback?.has(tool.name) === true) {
+    return { kind: 'service', fallback: true };
   }
   throw askToConnect(identity, owner);
 }
