@@ -46,7 +46,7 @@ function bench(file, stdout = 'ignore') {
 const named = process.argv.slice(2).filter((a) => !a.startsWith('--'));
 if (named.length > 0) {
   const all = [
-    ...['core-overhead', 'http', 'memory', 'audit', 'guard', 'listing'],
+    ...['core-overhead', 'http', 'memory', 'audit', 'guard', 'listing', 'identity'],
     ...readdirSync(here('../servers')).filter((id) => existsSync(here(`./${id}.mjs`))),
   ];
   const chosen = named.includes('all') ? all : named;
@@ -61,7 +61,14 @@ if (named.length > 0) {
   process.exit(0);
 }
 
-for (const file of ['core-overhead.mjs', 'postgres.mjs', 'http.mjs', 'memory.mjs', 'listing.mjs'])
+for (const file of [
+  'core-overhead.mjs',
+  'postgres.mjs',
+  'http.mjs',
+  'memory.mjs',
+  'listing.mjs',
+  'identity.mjs',
+])
   bench(file);
 
 const results = (name) => JSON.parse(readFileSync(here(`./results/${name}.json`), 'utf8'));
@@ -178,6 +185,17 @@ for (const row of results('http').rows) {
     spread: `${row.core_range}/s`,
     target: '≥ 1.0×',
   });
+}
+
+// Acting as each person (ADR 0026) against acting as the service: the same call, same run.
+{
+  const { samples } = results('identity');
+  timed(
+    'GitHub warm call over HTTP acting as a linked person (user mode) vs as the service token',
+    samples.user,
+    samples.service,
+    '≤ 1.1×',
+  );
 }
 
 /** Memory rows: ours and the baseline's, in MB, one per measure. */
