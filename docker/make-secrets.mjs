@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // Creates the secrets docker/compose.yaml mounts, in docker/secrets/ (git-ignored): an API key
 // (printed once; only its SHA-256 is stored), the state key, an Ed25519 audit signing key and its
-// public key (audit_public_key.pem, for `gatehouse-audit verify --key`), Redis's password with the
+// public key (audit_public_key.pem, for `gatehouse-audit verify --key`), the vault's keys for user
+// mode (vault_keys), Redis's password with the
 // configuration and URL made from it (redis.conf, redis_url), and
 // each server's upstream credential as its declaration says (servers/<id>/package.json
 // gatehouse.deploy): made by the server's own module when it has one (the postgres server's
@@ -65,6 +66,20 @@ derived(
   'audit_public_key.pem',
   createPublicKey(signing).export({ type: 'spki', format: 'pem' }).toString(),
 );
+// The vault's keys for acting as each person (GATEHOUSE_VAULT_KEYS_FILE, ADR 0026): one line
+// "<id> <32 bytes base64>". Rotating adds a new first key and keeps the old ones, which still
+// open the grants they sealed (each is sealed again under the new key when next read).
+{
+  const path = join(dir, 'vault_keys');
+  const line = () => `k${Date.now().toString(36)} ${randomBytes(32).toString('base64')}\n`;
+  if (!existsSync(path)) {
+    writeFileSync(path, line(), { mode: 0o644 });
+    said.push('vault_keys');
+  } else if (rotate.has('vault_keys')) {
+    writeFileSync(path, line() + readFileSync(path, 'utf8'), { mode: 0o644 });
+    said.push('vault_keys (a new first key; the old ones kept)');
+  }
+}
 const redisPassword = secret('redis_password', () => random()).trim();
 derived('redis.conf', redisConf(redisPassword));
 derived('redis_url', `redis://:${redisPassword}@redis:6379\n`);

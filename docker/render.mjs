@@ -329,6 +329,11 @@ function example(servers) {
               pathType: 'Prefix',
               backend: backend(s),
             },
+            // Acting as each person (GATEHOUSE_IDENTITY=user, ADR 0026): the browser's linking
+            // pages and the vendor's callback. A server in service mode answers them 404.
+            ...(s.deploy.profile === 'saas'
+              ? [{ path: '/connect/', pathType: 'Prefix', backend: backend(s) }]
+              : []),
           ],
         },
       })),

@@ -66,6 +66,7 @@ describe('docker/make-secrets.mjs', () => {
         'redis_password',
         'redis_url',
         'state_key',
+        'vault_keys',
       ]),
     );
     expect(read(dir, 'api_keys.json')).not.toContain(key);
@@ -86,6 +87,22 @@ describe('docker/make-secrets.mjs', () => {
     const password = new URL(read(dir, 'redis_url').trim()).password;
     expect(read(dir, 'redis_url')).not.toBe(before.url);
     expect(read(dir, 'redis.conf')).toContain(`requirepass ${password}\n`);
+  });
+
+  it("makes the vault's keys, and rotating them adds a first key while keeping the old", () => {
+    const keyring = () =>
+      read(dir, 'vault_keys')
+        .trim()
+        .split('\n')
+        .map((l) => l.split(' '));
+    const [only] = keyring();
+    expect(keyring()).toHaveLength(1);
+    expect(Buffer.from(only![1]!, 'base64')).toHaveLength(32);
+    run(dir, '--rotate', 'vault_keys');
+    const rotated = keyring();
+    expect(rotated).toHaveLength(2);
+    expect(rotated[1]).toEqual(only);
+    expect(rotated[0]![0]).not.toBe(only![0]);
   });
 
   it('makes a Redis that refuses a client without the password and accepts the one in redis_url', async () => {

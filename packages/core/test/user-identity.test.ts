@@ -155,6 +155,26 @@ describe('a server acting as each person upstream', () => {
     }
   });
 
+  it('refuses to start with a read fallback that names anything but one of its read tools', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'identity-fallback-'));
+    const run = spawnSync(process.execPath, [fixture], {
+      env: {
+        PATH: process.env.PATH ?? '',
+        ...identityEnv,
+        GATEHOUSE_PORT: '0',
+        GATEHOUSE_GRANTS_FILE: join(dir, 'grants.json'),
+        GATEHOUSE_IDENTITY_READ_FALLBACK: 'identity_peek,identity_delete_everything',
+      },
+      input: '',
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toContain(
+      'GATEHOUSE_IDENTITY_READ_FALLBACK: identity_delete_everything is not a read tool of this server (identity_whoami, identity_peek)',
+    );
+  });
+
   it("refuses to start over stdio, where the configured credential is already the local user's", () => {
     const { GATEHOUSE_AUTH: _a, GATEHOUSE_API_KEYS: _k, ...env } = identityEnv;
     const dir = mkdtempSync(join(tmpdir(), 'identity-stdio-'));
