@@ -13,6 +13,7 @@ import type { ServerProcess } from '@gatehouse/testkit';
 import type { AuditRecord } from '@gatehouse/audit';
 import { githubSeed, startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
+import { chromium } from 'playwright-core';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TOKEN, text } from './helpers.ts';
 
@@ -149,6 +150,33 @@ describe('the GitHub server acting as each person', () => {
     expect(sent()).toBe(before);
   });
 
+  it("links in a real browser: Debian's Chromium follows the link to GitHub and back", async () => {
+    const browser = await chromium.launch({
+      executablePath: process.env.CHROMIUM_PATH ?? '/usr/bin/chromium',
+      headless: true,
+      args: ['--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking'],
+    });
+    try {
+      const page = await browser.newPage();
+      await page.goto(`${fake.rootUrl}/login?login=bob`);
+      const asked = await callAs('bob', 'github_list_issues', { repo: 'acme/api' });
+      const answer = await page.goto(linkIn(asked)!);
+      expect(answer?.status()).toBe(200);
+      expect(await page.textContent('p')).toBe(
+        'Linked as bob. Return to your MCP client and ask again.',
+      );
+      // The flow's cookie was the browser's, HttpOnly, scoped to the pages, and is gone now.
+      expect(
+        (await page.context().cookies()).filter((c) => c.name.startsWith('gatehouse_')),
+      ).toEqual([]);
+      expect(
+        (await callAs('bob', 'github_list_issues', { repo: 'acme/secret' })).isError,
+      ).toBeFalsy();
+    } finally {
+      await browser.close();
+    }
+  });
+
   it('asks through a URL elicitation in the 2026-07-28 era', async () => {
     const { client, close } = await connectHttp(server.url!, {
       era: 'modern',
@@ -176,7 +204,7 @@ describe('the GitHub server acting as each person', () => {
   });
 
   it('shows each person only what GitHub lets them see, on one allow-list naming both repositories', async () => {
-    await link('bob');
+    // Bob linked in the real browser above.
     const read = async (who: Person, repo: string) => callAs(who, 'github_list_issues', { repo });
     expect((await read('alice', 'acme/web')).isError).toBeFalsy();
     expect(text(await read('alice', 'acme/secret'))).toMatch(/not found|cannot see/);
