@@ -341,8 +341,11 @@ describe('the GitHub server acting as each person', () => {
     expect(
       links.find((r) => r.user?.id === 'ci-mallory' && r.event.outcome === 'failure')?.gatehouse,
     ).toMatchObject({ refused: 'wrong_account', step: 'callback' });
-    // No token, refresh token or code reached the trail.
+    // No token, refresh token or code reached the trail, nor the log; nor the app's secret.
     expect(readFileSync(auditFile, 'utf8')).not.toMatch(/gh[ur]_|code=/);
+    const logs = JSON.stringify(server.logs);
+    expect(logs).not.toMatch(/gh[ur]_/);
+    expect(logs).not.toContain(CLIENT.secret);
   });
 
   it('disconnects a person on their own word: the token revoked at GitHub, the grant gone', async () => {
