@@ -2,9 +2,9 @@
 // stateless HTTP with API-key auth, the same warm call (github_get_issue) on two processes of the
 // same build — one in user mode with a linked person (the grant opened from the vault, its
 // client and caches found by who asks), one with the service token — against one GitHub fake.
-// Rounds alternate between the two so drift hits both alike.
+// Their calls interleave one by one so drift hits both alike.
 //   node bench/identity.mjs   (after a build; `npm run bench -- identity` builds first)
-// Knobs: BENCH_CALLS (calls per round and server, default 200), BENCH_ROUNDS (default 8).
+// Knobs: BENCH_CALLS × BENCH_ROUNDS calls per server (default 200 × 8).
 import { spawn } from 'node:child_process';
 import { createHash, randomBytes } from 'node:crypto';
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
@@ -116,28 +116,32 @@ const GET = { name: 'github_get_issue', arguments: { repo: 'acme/api', number: 1
   await close();
 }
 
-/** Per-call latencies (ms) of CALLS sequential calls on one client. */
-async function measure(url) {
-  const { client, close } = await connectHttp(url, { era: 'legacy', headers });
-  const times = [];
-  for (let i = 0; i < CALLS; i++) {
-    const started = performance.now();
-    const result = await client.callTool(GET);
-    times.push(performance.now() - started);
-    if (result.isError) throw new Error(result.content?.[0]?.text);
-  }
-  await close();
-  return times;
+/** One call's latency (ms); an error fails the benchmark. */
+async function timedCall(client) {
+  const started = performance.now();
+  const result = await client.callTool(GET);
+  const ms = performance.now() - started;
+  if (result.isError) throw new Error(result.content?.[0]?.text);
+  return ms;
 }
 
+// The two servers' calls interleave one by one, the first of each pair alternating: drift on a
+// shared machine (seconds long) hits both alike, however few the calls.
+const clients = {
+  user: await connectHttp(user.url, { era: 'legacy', headers }),
+  service: await connectHttp(service.url, { era: 'legacy', headers }),
+};
 const samples = { user: [], service: [] };
-await measure(user.url); // warm up both
-await measure(service.url);
-for (let round = 0; round < ROUNDS; round++) {
-  for (const name of round % 2 ? ['service', 'user'] : ['user', 'service']) {
-    samples[name].push(...(await measure(name === 'user' ? user.url : service.url)));
+for (let i = 0; i < 50; i++) {
+  await timedCall(clients.user.client); // warm up both
+  await timedCall(clients.service.client);
+}
+for (let i = 0; i < CALLS * ROUNDS; i++) {
+  for (const name of i % 2 ? ['service', 'user'] : ['user', 'service']) {
+    samples[name].push(await timedCall(clients[name].client));
   }
 }
+await Promise.all(Object.values(clients).map((c) => c.close()));
 user.child.kill('SIGTERM');
 service.child.kill('SIGTERM');
 await fake.close();
