@@ -44,7 +44,10 @@ const person = (authMethod: Principal['authMethod'], id = 'ci-alice'): Principal
   scopes: ['*'],
 });
 
-const refusal = async (principal: Principal, tool = SEARCH) => {
+const refusal = async (
+  principal: Principal,
+  tool: { readonly name: string; readonly access: 'read' | 'write' } = SEARCH,
+) => {
   try {
     await credentialFor(identity, principal, tool);
   } catch (error) {

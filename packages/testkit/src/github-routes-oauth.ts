@@ -1,4 +1,5 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { IncomingMessage } from 'node:http';
+import { oauthPages } from './oauth-pages.js';
 import type { HttpFake } from './http-fake.js';
 import type { Caller, GitHubWorld } from './github-world.js';
 
@@ -12,43 +13,15 @@ export function oauthRoutes(world: GitHubWorld, http: HttpFake<Caller>): void {
   const oauth = world.oauth;
   if (oauth === undefined) return;
 
-  const page = (res: ServerResponse, status: number, text: string): void => {
-    res.writeHead(status, { 'content-type': 'text/html; charset=utf-8' });
-    res.end(`<!doctype html><title>GitHub</title><p>${text}</p>`);
-  };
-
-  // Signing in, the fake's way: `?login=<user>` stands for the form a person fills in. Only a
-  // path on this host is a place to return to (no open redirect from the fake either).
-  http.anonymousRoute('GET', '/login', ({ res, url }) => {
-    const login = url.searchParams.get('login');
-    const back = url.searchParams.get('return_to') ?? '/';
-    if (login === null) return page(res, 200, 'Sign in to GitHub');
-    const session = oauth.signIn(login);
-    if (session === undefined) return page(res, 401, 'Incorrect username or password.');
-    res.writeHead(302, {
-      location: back.startsWith('/') && !back.startsWith('//') ? back : '/',
-      'set-cookie': `fake_gh_session=${session}; Path=/; HttpOnly; SameSite=Lax`,
-    });
-    res.end();
-  });
-
-  http.anonymousRoute('GET', '/login/oauth/authorize', ({ req, res, url }) => {
-    const login = oauth.sessionUser(req.headers.cookie);
-    if (login === undefined) {
-      res.writeHead(302, {
-        location: `/login?return_to=${encodeURIComponent(url.pathname + url.search)}`,
-      });
-      res.end();
-      return;
-    }
-    const outcome = oauth.authorize(login, url.searchParams);
-    if ('problem' in outcome) return page(res, 400, outcome.problem);
-    const to = new URL(outcome.redirect);
-    to.searchParams.set('code', outcome.code);
-    const state = url.searchParams.get('state');
-    if (state !== null) to.searchParams.set('state', state);
-    res.writeHead(302, { location: to.href });
-    res.end();
+  oauthPages(http, oauth, {
+    vendor: 'GitHub',
+    signInPath: '/login',
+    loginParam: 'login',
+    backParam: 'return_to',
+    cookie: 'fake_gh_session',
+    authorizePath: '/login/oauth/authorize',
+    wrongPassword: 'Incorrect username or password.',
+    authorize: (login, query) => oauth.authorizeUser(login, query),
   });
 
   // Parameters in the query or the body, form-encoded or JSON; the answer in the format the

@@ -2,6 +2,8 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { HttpFake, cursorPages } from './http-fake.js';
 import type { FakeFailure, FakeResponse, RouteContext } from './http-fake.js';
+import type { FakeOAuthApp } from './oauth-server.js';
+import { SlackOAuth, slackOAuthRoutes } from './slack-oauth.js';
 
 /**
  * A loopback Slack Web API for tests, on the testkit's fake framework: the methods a Gatehouse
@@ -59,6 +61,11 @@ export interface SlackFakeOptions {
   world: SlackWorld;
   /** Bot tokens the fake accepts, with the scopes each was granted (X-OAuth-Scopes). */
   tokens: Record<string, { scopes: readonly string[] }>;
+  /**
+   * The app's OAuth side (slack-oauth.ts): people (`users`: Slack user ids) link their own user
+   * tokens, and a call with one acts as that person — their channels, their posts.
+   */
+  oauth?: FakeOAuthApp;
 }
 
 export interface SlackFake {
@@ -79,10 +86,20 @@ export interface SlackFake {
   /** Slack's own kind of failure: the next call of `method` answers `ok: false` with `error`. */
   platformError(method: string, error: string, extra?: Record<string, unknown>): void;
   channel(idOrName: string): FakeSlackChannel;
+  /** The app's user tokens, when `oauth` is configured: its clock, sign-in and grants. */
+  readonly oauth: SlackOAuth | undefined;
+  /** Where Slack's web pages (`/oauth/v2/authorize`, `/signin`) answer. */
+  readonly rootUrl: string;
   close(): Promise<void>;
 }
 
 const SLACK_ERRORS = (code: string) => ({ ok: false, error: code });
+
+/** Who calls: a bot token, or a person's user token (`user`: their Slack id). */
+interface Caller {
+  readonly token: string;
+  readonly user?: string;
+}
 
 /** Parses a form-encoded or JSON body as Slack does (form values that are JSON stay strings). */
 async function slackBody(req: IncomingMessage): Promise<Record<string, unknown>> {
@@ -110,11 +127,16 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     return `${Math.floor(last / 1e6)}.${String(last % 1e6).padStart(6, '0')}`;
   };
 
-  const http = new HttpFake<{ token: string }>({
+  const oauth = options.oauth === undefined ? undefined : new SlackOAuth(options.oauth, world.team);
+  const http = new HttpFake<Caller>({
     prefix: '/api',
+    // A bot token, or a person's user token (the call then acts as them).
     authenticate: (req) => {
       const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      return token !== undefined && options.tokens[token] !== undefined ? { token } : undefined;
+      if (token === undefined) return undefined;
+      if (options.tokens[token] !== undefined) return { token };
+      const user = oauth?.holderOf(token);
+      return user === undefined ? undefined : { token, user };
     },
     errorBody: (_status, message) => ({ ok: false, error: message }),
     failureMessage: (status) => (status >= 500 ? 'fatal_error' : 'invalid_arguments'),
@@ -126,9 +148,12 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     unauthorized: 'invalid_auth',
   });
   const channelOf = (id: unknown) => world.channels.find((c) => c.id === id);
-  const member = (c: FakeSlackChannel) => c.members.includes(world.bot.user_id);
-  const visible = (c: FakeSlackChannel) => (!c.is_private && !c.is_im && !c.is_mpim) || member(c);
-  const channelObject = (c: FakeSlackChannel) => ({
+  /** Who a call acts as: the person of a user token, else the bot. */
+  const who = (cred: Caller) => cred.user ?? world.bot.user_id;
+  const member = (c: FakeSlackChannel, cred: Caller) => c.members.includes(who(cred));
+  const visible = (c: FakeSlackChannel, cred: Caller) =>
+    (!c.is_private && !c.is_im && !c.is_mpim) || member(c, cred);
+  const channelObject = (c: FakeSlackChannel, cred: Caller) => ({
     id: c.id,
     name: c.name,
     is_channel: !c.is_private && !c.is_im && !c.is_mpim,
@@ -147,7 +172,7 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     pending_shared: [],
     context_team_id: world.team.id,
     shared_team_ids: [world.team.id],
-    is_member: member(c),
+    is_member: member(c, cred),
     topic: { value: c.topic ?? '', creator: '', last_set: 0 },
     purpose: { value: c.purpose ?? '', creator: '', last_set: 0 },
     previous_names: [],
@@ -171,7 +196,7 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     ...(includeMetadata && m.metadata !== undefined ? { metadata: m.metadata } : {}),
   });
 
-  type Ctx = RouteContext<{ token: string }>;
+  type Ctx = RouteContext<Caller>;
   /**
    * A Slack method: POST /api/<method> with a form or JSON body (or GET with the query, as some
    * clients send reads), `ok: false` errors with HTTP 200.
@@ -194,7 +219,10 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
         200,
         typeof out === 'string' ? SLACK_ERRORS(out) : { ok: true, ...out },
         name === 'auth.test'
-          ? { 'x-oauth-scopes': options.tokens[ctx.cred.token]!.scopes.join(',') }
+          ? {
+              'x-oauth-scopes':
+                options.tokens[ctx.cred.token]?.scopes.join(',') ?? 'channels:history,chat:write',
+            }
           : {},
       );
     };
@@ -202,17 +230,23 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     http.route('GET', `/${name}`, (ctx) => serve(ctx, Object.fromEntries(ctx.url.searchParams)));
   };
 
-  method('auth.test', () => ({
+  method('auth.test', (_args, { cred }) => ({
     url: `https://${world.team.domain}.slack.com/`,
     team: world.team.name,
-    user: world.bot.name,
+    user:
+      cred.user === undefined ? world.bot.name : world.users.find((u) => u.id === cred.user)?.name,
     team_id: world.team.id,
-    user_id: world.bot.user_id,
-    bot_id: world.bot.bot_id,
+    user_id: who(cred),
+    ...(cred.user === undefined ? { bot_id: world.bot.bot_id } : {}),
     is_enterprise_install: false,
   }));
 
-  method('conversations.list', (args) => {
+  // [revoke] in slack-oauth.ts: the call's own token stops working.
+  method('auth.revoke', (_args, { cred }) => ({
+    revoked: oauth?.revoke(cred.token, false) === true,
+  }));
+
+  method('conversations.list', (args, { cred }) => {
     const types = (typeof args.types === 'string' ? args.types : 'public_channel').split(',');
     const wanted = (c: FakeSlackChannel) =>
       (c.is_im === true && types.includes('im')) ||
@@ -220,25 +254,30 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
       (c.is_private === true && !c.is_im && !c.is_mpim && types.includes('private_channel')) ||
       (!c.is_private && !c.is_im && !c.is_mpim && types.includes('public_channel'));
     const all = world.channels
-      .filter((c) => visible(c) && wanted(c))
+      .filter((c) => visible(c, cred) && wanted(c))
       .filter((c) => !(bool(args.exclude_archived) === true && c.is_archived === true));
     const { page, next_cursor } = cursorPages(
       all,
       args.cursor as string | undefined,
       Number(args.limit ?? 100),
     );
-    return { channels: page.map(channelObject), response_metadata: { next_cursor } };
+    return {
+      channels: page.map((c) => channelObject(c, cred)),
+      response_metadata: { next_cursor },
+    };
   });
 
-  method('conversations.info', (args) => {
+  method('conversations.info', (args, { cred }) => {
     const c = channelOf(args.channel);
-    return c === undefined || !visible(c) ? 'channel_not_found' : { channel: channelObject(c) };
+    return c === undefined || !visible(c, cred)
+      ? 'channel_not_found'
+      : { channel: channelObject(c, cred) };
   });
 
-  method('conversations.history', (args) => {
+  method('conversations.history', (args, { cred }) => {
     const c = channelOf(args.channel);
-    if (c === undefined || !visible(c)) return 'channel_not_found';
-    if (!member(c)) return 'not_in_channel';
+    if (c === undefined || !visible(c, cred)) return 'channel_not_found';
+    if (!member(c, cred)) return 'not_in_channel';
     const oldest = Number(args.oldest ?? 0);
     const latest = args.latest === undefined ? Infinity : Number(args.latest);
     const newestFirst = [...c.messages]
@@ -259,10 +298,10 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     };
   });
 
-  method('conversations.replies', (args) => {
+  method('conversations.replies', (args, { cred }) => {
     const c = channelOf(args.channel);
-    if (c === undefined || !visible(c)) return 'channel_not_found';
-    if (!member(c)) return 'not_in_channel';
+    if (c === undefined || !visible(c, cred)) return 'channel_not_found';
+    if (!member(c, cred)) return 'not_in_channel';
     const parent = c.messages.find((m) => m.ts === args.ts);
     if (parent === undefined) return 'thread_not_found';
     const thread = [parent, ...(parent.replies ?? [])];
@@ -301,10 +340,10 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     };
   });
 
-  method('chat.postMessage', (args) => {
+  method('chat.postMessage', (args, { cred }) => {
     const c = channelOf(args.channel);
-    if (c === undefined || !visible(c)) return 'channel_not_found';
-    if (!member(c)) return 'not_in_channel';
+    if (c === undefined || !visible(c, cred)) return 'channel_not_found';
+    if (!member(c, cred)) return 'not_in_channel';
     if (c.is_archived === true) return 'is_archived';
     const text = typeof args.text === 'string' ? args.text : '';
     if (text === '') return 'no_text';
@@ -324,7 +363,7 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
         : (args.metadata as FakeSlackMessage['metadata']);
     const message: FakeSlackMessage = {
       ts: nextTs(),
-      user: world.bot.user_id,
+      user: who(cred),
       text,
       ...(metadata === undefined ? {} : { metadata }),
       posted: { ...args },
@@ -340,13 +379,19 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
     return {
       channel: c.id,
       ts: message.ts,
-      message: { ...messageObject(message, true), bot_id: world.bot.bot_id },
+      message: {
+        ...messageObject(message, true),
+        ...(cred.user === undefined ? { bot_id: world.bot.bot_id } : {}),
+      },
     };
   });
 
+  if (oauth !== undefined) slackOAuthRoutes(http, oauth);
   await http.listen();
   return {
     url: `${http.url}/`,
+    oauth,
+    rootUrl: http.url.replace(/\/api$/, ''),
     world,
     requests: http.requests,
     calls,
