@@ -12,6 +12,12 @@ export interface UpstreamOAuthOptions {
   readonly tokenEndpoint: string;
   readonly clientId: string;
   readonly clientSecret: string;
+  /**
+   * The vendor's token answer as OAuth 2 spells it (RFC 6749 §5.1 and §5.2), for a vendor whose
+   * answer differs — Slack's user token under `authed_user`, its errors as `ok: false` with HTTP
+   * 200. An answer mapped to one with an `error` member is an error answer.
+   */
+  readonly tokenAnswer?: (body: Record<string, unknown>) => Record<string, unknown>;
 }
 
 /** Error codes of a refresh that mean "this grant is gone" (RFC 6749 §5.2; GitHub's). */
@@ -37,6 +43,18 @@ export function upstreamOAuth(options: UpstreamOAuthOptions): client.Configurati
     options.clientSecret,
   );
   if (token.protocol === 'http:' && isLoopback(token)) client.allowInsecureRequests(config);
+  const { tokenAnswer } = options;
+  if (tokenAnswer !== undefined) {
+    config[client.customFetch] = async (url, init) => {
+      const answer = await fetch(url, init as RequestInit);
+      if (url !== options.tokenEndpoint) return answer;
+      const mapped = tokenAnswer((await answer.json()) as Record<string, unknown>);
+      return new Response(JSON.stringify(mapped), {
+        status: typeof mapped.error === 'string' ? 400 : 200,
+        headers: { 'content-type': 'application/json' },
+      });
+    };
+  }
   return config;
 }
 
