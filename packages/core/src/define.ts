@@ -37,6 +37,17 @@ export const READ_ONLY_ANNOTATIONS: Readonly<ToolAnnotations> = Object.freeze({
 });
 
 /**
+ * The annotations of a write that destroys nothing and may be repeated with no further effect
+ * (a post the dedupe window answers with the first, a grant revoked): open world.
+ */
+export const IDEMPOTENT_WRITE_ANNOTATIONS: Readonly<ToolAnnotations> = Object.freeze({
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: true,
+  openWorldHint: true,
+});
+
+/**
  * What a call passes down to every upstream request: its abort signal and its deadline (a
  * {@link RequestContext} is one). Vendor clients take this, not the whole context.
  */

@@ -23,6 +23,7 @@ export {
 export type { BaseConfig, ConfigCheck, ConfigExtras, LoadConfigOptions } from './config.js';
 export {
   MAX_LISTED_TEXT,
+  IDEMPOTENT_WRITE_ANNOTATIONS,
   READ_ONLY_ANNOTATIONS,
   definePrompt,
   defineResource,

@@ -8,6 +8,7 @@ const SURFACES: Record<string, string[]> = {
     'ConfigError',
     'CredentialError',
     'EXIT',
+    'IDEMPOTENT_WRITE_ANNOTATIONS',
     'MAX_LISTED_TEXT',
     'PolicyError',
     'READ_ONLY_ANNOTATIONS',

@@ -5,7 +5,7 @@
  * anyone else's.
  */
 import * as z from 'zod';
-import { defineTool } from '../define.js';
+import { IDEMPOTENT_WRITE_ANNOTATIONS, defineTool } from '../define.js';
 import type { ToolDefinition } from '../define.js';
 import { ToolError } from '../errors.js';
 import { disconnect, ownerOf } from './mode.js';
@@ -19,12 +19,7 @@ export function disconnectTool(identity: UpstreamIdentity, name: string): ToolDe
     title: `Disconnect your ${vendor} account`,
     description: `Forgets the ${vendor} account you linked to this server and revokes its token at ${vendor}. Afterwards nothing is sent to ${vendor} for you until you link an account again.`,
     access: 'write',
-    annotations: {
-      readOnlyHint: false,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: true,
-    },
+    annotations: IDEMPOTENT_WRITE_ANNOTATIONS,
     input: z.strictObject({}),
     output: z.object({
       disconnected: z.boolean().describe('Whether an account was linked and is now forgotten'),

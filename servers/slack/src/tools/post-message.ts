@@ -1,4 +1,4 @@
-import { ToolError, defineTool } from '@gatehouse/core';
+import { IDEMPOTENT_WRITE_ANNOTATIONS, ToolError, defineTool } from '@gatehouse/core';
 import { dedupeKey, postOnce } from '@gatehouse/core/saas';
 import * as z from 'zod';
 import type { CallBounds } from '../client.js';
@@ -88,12 +88,7 @@ export function postMessageTool(deps: SlackDeps) {
     description:
       "Post a message or thread reply, as plain text: mentions arrive as text unless allowed, links to hosts off the operator's list and text that looks like a secret are refused, previews are off. The same post repeated within the dedupe window returns the first.",
     access: 'write',
-    annotations: {
-      readOnlyHint: false,
-      destructiveHint: false,
-      idempotentHint: true,
-      openWorldHint: true,
-    },
+    annotations: IDEMPOTENT_WRITE_ANNOTATIONS,
     auditArgs: 'redacted',
     input: z.strictObject({
       channel: ChannelArg,
