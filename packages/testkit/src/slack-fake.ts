@@ -3,7 +3,7 @@ import type { IncomingMessage } from 'node:http';
 import { HttpFake, cursorPages } from './http-fake.js';
 import type { FakeFailure, FakeResponse, RouteContext } from './http-fake.js';
 import type { FakeOAuthApp } from './oauth-server.js';
-import { SlackOAuth, slackOAuthRoutes } from './slack-oauth.js';
+import { SLACK_USER_SCOPES, SlackOAuth, slackOAuthRoutes } from './slack-oauth.js';
 
 /**
  * A loopback Slack Web API for tests, on the testkit's fake framework: the methods a Gatehouse
@@ -221,7 +221,7 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
         name === 'auth.test'
           ? {
               'x-oauth-scopes':
-                options.tokens[ctx.cred.token]?.scopes.join(',') ?? 'channels:history,chat:write',
+                options.tokens[ctx.cred.token]?.scopes.join(',') ?? SLACK_USER_SCOPES,
             }
           : {},
       );

@@ -33,6 +33,10 @@ const ERRORS: Record<ExchangeFailure, string> = {
   refresh: 'invalid_refresh_token',
 };
 
+/** The user scopes every user token of the fake carries (its answers and `auth.test` say so). */
+export const SLACK_USER_SCOPES =
+  'channels:history,channels:read,chat:write,groups:history,groups:read';
+
 export class SlackOAuth extends FakeOAuthServer {
   constructor(
     options: FakeOAuthApp,
@@ -68,7 +72,7 @@ export class SlackOAuth extends FakeOAuthServer {
     const token = (issued: Issued) => ({
       access_token: issued.access,
       token_type: 'user',
-      scope: 'channels:history,channels:read,chat:write,groups:history,groups:read',
+      scope: SLACK_USER_SCOPES,
       refresh_token: issued.refresh,
       expires_in: issued.accessSeconds,
     });
