@@ -96,8 +96,12 @@ export interface HttpFakeOptions<C> {
   headers?: (meta: FakeMeta) => Record<string, string>;
   /** The vendor's answer to an injected rate limit (status, message, headers). */
   rateLimitReply?: (failure: FakeFailure) => { message: string; headers: Record<string, string> };
-  /** The message of the answer to a request without valid credentials (default `Bad credentials`). */
-  unauthorized?: string;
+  /**
+   * The answer to a request without valid credentials: its status (default 401) and message
+   * (default `Bad credentials`), which may depend on the request (an expired token's own code).
+   */
+  unauthorized?: string | ((req: IncomingMessage) => string);
+  unauthorizedStatus?: number;
   /** Where a route spans slashes (`{path}` of GitHub's contents API). */
   multiSegment?: readonly string[];
 }
@@ -242,8 +246,9 @@ export class HttpFake<C> {
     );
     const cred = await this.options.authenticate(req);
     const params = [...found.pattern.exec(path)!].slice(1);
+    const { unauthorized: said = 'Bad credentials', unauthorizedStatus = 401 } = this.options;
     const unauthorized = () =>
-      this.error(res, meta, 401, this.options.unauthorized ?? 'Bad credentials');
+      this.error(res, meta, unauthorizedStatus, typeof said === 'string' ? said : said(req));
     if (failure === undefined) {
       if (cred === undefined && found.options.anonymous !== true) return unauthorized();
       return found.handle({ req, res, url, params, cred: cred as C, meta });

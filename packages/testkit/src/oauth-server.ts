@@ -216,6 +216,12 @@ export class FakeOAuthServer {
     return authorization.login;
   }
 
+  /** Whether an access token was issued and has expired (not revoked: that one is unknown). */
+  expired(token: string): boolean {
+    const authorization = this.#byAccess.get(token);
+    return authorization !== undefined && authorization.accessExpiresAt <= this.now();
+  }
+
   /** Whether Basic credentials are the app's client id and secret. */
   isClient(authorization: string | undefined): boolean {
     const [scheme, value] = (authorization ?? '').split(' ');

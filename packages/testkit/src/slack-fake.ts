@@ -145,7 +145,15 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
       message: 'ratelimited',
       headers: { 'retry-after': String(failure.retryAfter ?? 30) },
     }),
-    unauthorized: 'invalid_auth',
+    // Slack's methods fail with HTTP 200 and `ok: false` ("Web API basics": "Evaluating
+    // responses"); an expired rotating token answers `token_expired` ("Using token rotation").
+    unauthorizedStatus: 200,
+    unauthorized: (req) => {
+      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+      return token !== undefined && oauth?.expired(token) === true
+        ? 'token_expired'
+        : 'invalid_auth';
+    },
   });
   const channelOf = (id: unknown) => world.channels.find((c) => c.id === id);
   /** Who a call acts as: the person of a user token, else the bot. */
