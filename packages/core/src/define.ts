@@ -106,6 +106,13 @@ export interface RequestContext extends CallBounds {
    * this read tool for it.
    */
   credential(): Promise<UpstreamCredential>;
+  /**
+   * Names what the call acts on once the handler has resolved it — a name to what it stands for
+   * in the caller's own view upstream, which no declared `target` can know before the call. It
+   * is checked against the allow-list as a declared target is (outside it: the same refusal,
+   * thrown) and becomes the call's target in the audit record.
+   */
+  actsOn(target: string): void;
 }
 
 /** The context of a tool handler. */
@@ -223,6 +230,13 @@ export type Completer = (
     allows: (target: string) => boolean;
     /** Aborted at the deadline, on cancellation and at shutdown (the runner's signal). */
     signal: AbortSignal;
+    /** Epoch ms by which the completion must be answered. */
+    deadline: number;
+    /**
+     * The caller's upstream credential, as a handler's (ADR 0026), for completing from what the
+     * caller sees upstream; never the service's for a person, so never a fallback.
+     */
+    credential(): Promise<UpstreamCredential>;
   },
 ) => Promise<readonly string[]> | readonly string[];
 

@@ -60,6 +60,7 @@ export type {
 export { ConfigError, CredentialError, PolicyError, ToolError, UpstreamError } from './errors.js';
 export type { UpstreamErrorOptions } from './errors.js';
 export type { Logger } from './logger.js';
+export type { UpstreamCredential } from './identity/mode.js';
 export { neutralizeMarkdown } from './markdown.js';
 export type { MarkdownOptions } from './markdown.js';
 export { paginate } from './pagination.js';

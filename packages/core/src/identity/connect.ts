@@ -33,6 +33,8 @@ export interface ConnectVendor {
   /** Shown on pages (`GitHub`). */
   readonly name: string;
   readonly oauth: client.Configuration;
+  /** The vendor's own parameters of its authorization URL (scopes, audience, workspace). */
+  readonly authorizationParameters?: Readonly<Record<string, string>> | undefined;
   /** Who the account of a fresh access token is. */
   whoami(accessToken: string): Promise<Grant['account']>;
   /** Revokes an access token just issued (a link refused after the callback). */
@@ -394,6 +396,7 @@ class ConnectPages implements Connect {
     const state = client.randomState();
     this.#setCookie(res, { flow, at: 'vendor', verifier, state });
     const to = client.buildAuthorizationUrl(this.options.vendor.oauth, {
+      ...this.options.vendor.authorizationParameters,
       redirect_uri: new URL('callback', this.#base).href,
       state,
       code_challenge: await client.calculatePKCECodeChallenge(verifier),
@@ -474,7 +477,10 @@ class ConnectPages implements Connect {
     }
     if (flow.owner.issuer === 'api-key') {
       const expected = expectedLogins.get(flow.owner.subject);
-      if (expected === undefined || expected.toLowerCase() !== account.login.toLowerCase()) {
+      // The account's id (never renamed) or its login, as the operator wrote it.
+      const named =
+        expected === account.id || expected?.toLowerCase() === account.login.toLowerCase();
+      if (expected === undefined || !named) {
         await revoke();
         return { mismatch: account };
       }

@@ -130,7 +130,8 @@ export async function grantRefused(
 /**
  * Disconnects `owner`'s account: its token revoked at the vendor, then the grant deleted — the
  * `disconnect` tool and the operator's command. The login that was linked, or undefined when
- * none was. A revocation the vendor refuses is reported (`revoked: false`); the grant goes anyway.
+ * none was. A token the vendor no longer takes is renewed and the new one revoked; a revocation
+ * it still refuses is reported (`revoked: false`), and the grant goes anyway.
  */
 export async function disconnect(
   identity: UpstreamIdentity,
@@ -141,11 +142,19 @@ export async function disconnect(
     await identity.vault.delete(owner); // a record that no longer opens goes too
     return undefined;
   }
-  let revoked = true;
-  try {
-    await identity.revoke(grant.accessToken);
-  } catch {
-    revoked = false;
+  const revoke = (token: string) =>
+    identity.revoke(token).then(
+      () => true,
+      () => false,
+    );
+  let revoked = await revoke(grant.accessToken);
+  if (!revoked) {
+    // An access token the vendor no longer takes (expired by its clock) revokes nothing, while
+    // the refresh token still stands: renewed, the fresh token is revoked instead.
+    const renewed = await identity.vault
+      .renew(owner, grant.accessToken, (g) => identity.refresh(g))
+      .catch(() => undefined);
+    if (renewed !== undefined) revoked = await revoke(renewed.accessToken);
   }
   await identity.vault.delete(owner);
   return { login: grant.account.login, revoked };

@@ -80,7 +80,7 @@ export const identityShape = {
     )
     .default([])
     .describe(
-      'User mode with api_key: principal=login pairs, the upstream account each API key principal may link (checked after the vendor answers). A principal not named cannot link.',
+      'User mode with api_key: principal=account pairs, the upstream account each API key principal may link — its id (never renamed; Slack U…, Atlassian account id) or its login — checked after the vendor answers. A principal not named cannot link.',
     ),
 };
 
@@ -190,7 +190,7 @@ export function identityFromConfig(
     keyring,
     vault,
     store,
-    vendor: { ...vendor, oauth },
+    vendor: { ...vendor, oauth, authorizationParameters: vendor.oauth.authorizationParameters },
     expectedLogins: new Map(
       config.GATEHOUSE_IDENTITY_LOGINS.map((pair) => pair.split('=') as [string, string]),
     ),

@@ -18,6 +18,11 @@ export interface UpstreamOAuthOptions {
    * 200. An answer mapped to one with an `error` member is an error answer.
    */
   readonly tokenAnswer?: (body: Record<string, unknown>) => Record<string, unknown>;
+  /**
+   * What the vendor's authorization URL carries besides OAuth 2's own parameters — Slack's
+   * `user_scope` and `team`, Atlassian's `audience`, `scope` and `prompt`.
+   */
+  readonly authorizationParameters?: Readonly<Record<string, string>>;
 }
 
 /** Error codes of a refresh that mean "this grant is gone" (RFC 6749 §5.2; GitHub's). */

@@ -29,6 +29,8 @@ export interface RecordSubject {
   readonly bound?: Readonly<Record<string, string>> | undefined;
   /** The credential the call acted with upstream, if the handler asked for one. */
   readonly credential?: UpstreamCredential | undefined;
+  /** The target the handler resolved (`actsOn`); it names the call's target over a declared one. */
+  readonly target?: string | undefined;
 }
 
 /** Who asked and over what. */
@@ -142,6 +144,7 @@ export function buildAuditRecord(
   else if (reason !== 'ok') types.push('error');
   const { principal } = caller;
   const { credential } = subject;
+  const target = subject.target ?? outcome.target;
   // Members in canonical (sorted) key order at every level: the audit writer then serialises
   // the record without copying anything (canonicalJson copies only objects out of order).
   const err = errorOf(outcome.error);
@@ -213,9 +216,7 @@ export function buildAuditRecord(
       ? { sanitizer: { flags: [...outcome.flags].sort() } }
       : {}),
     ...(typeof caller.sourceIp === 'string' ? { source: { ip: caller.sourceIp } } : {}),
-    ...(outcome.target === undefined
-      ? {}
-      : { target: { resource: callerText(outcome.target, 1024) } }),
+    ...(target === undefined ? {} : { target: { resource: callerText(target, 1024) } }),
     ...(tool === undefined
       ? {}
       : {

@@ -73,12 +73,14 @@ function completion(
       isPrompt
         ? unknownName('prompt', ref.name)
         : `Unknown resource template: ${sanitizeText(ref.uri).text.slice(0, 256)}`,
-    run: async (_, complete, { signal }) =>
+    run: async (_, complete, { attempt, signal, deadline }) =>
       (await complete?.(argument.value, {
         arguments: params.context?.arguments ?? {},
         principal,
         allows,
         signal,
+        deadline,
+        credential: () => connection.contextFor(attempt, signal, deadline).credential(),
       })) ?? [],
     shape: (_, values) => {
       const clean = values.map((v) => sanitizeText(v).text);

@@ -117,6 +117,18 @@ export class Connection {
           tool,
         )),
       requestState: <T>() => sctx.mcpReq.requestState<T>(),
+      actsOn: (target) => {
+        attempt.target = target;
+        const allowed = this.runtime.policy.targetAllowed(target);
+        if (!allowed.allow) {
+          throw new Refusal(
+            'denied',
+            `Denied: ${allowed.reason}. Pick an allowed target.`,
+            allowed,
+          );
+        }
+        attempt.target = target;
+      },
     };
   }
 
@@ -149,6 +161,8 @@ export class Attempt implements RecordSubject {
   tool: PreparedTool | undefined;
   /** The credential the handler acted with upstream, once it asked (ADR 0026). */
   credential: UpstreamCredential | undefined;
+  /** What the handler resolved the call to act on (`actsOn`): the record's target. */
+  target: string | undefined;
   /** The caller's values of the tool's bound parameters, once resolved (hashed in the record). */
   bound: Readonly<Record<string, string>> | undefined;
   /** The request span and its stage spans (no-ops unless tracing is on). */
