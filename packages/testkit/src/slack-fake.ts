@@ -112,6 +112,18 @@ async function slackBody(req: IncomingMessage): Promise<Record<string, unknown>>
   return Object.fromEntries(new URLSearchParams(text));
 }
 
+/**
+ * Slack's code for a token it does not take: its methods fail with HTTP 200 and `ok: false`
+ * ("Web API basics", "Evaluating responses"), an expired rotating token with `token_expired`
+ * ("Using token rotation"), any other with `invalid_auth`.
+ */
+const refusal =
+  (oauth: SlackOAuth | undefined) =>
+  (req: IncomingMessage): string => {
+    const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
+    return token !== undefined && oauth?.expired(token) === true ? 'token_expired' : 'invalid_auth';
+  };
+
 const bool = (v: unknown): boolean | undefined =>
   v === undefined ? undefined : v === true || v === 'true' || v === '1';
 
@@ -145,15 +157,8 @@ export async function startSlackFake(options: SlackFakeOptions): Promise<SlackFa
       message: 'ratelimited',
       headers: { 'retry-after': String(failure.retryAfter ?? 30) },
     }),
-    // Slack's methods fail with HTTP 200 and `ok: false` ("Web API basics": "Evaluating
-    // responses"); an expired rotating token answers `token_expired` ("Using token rotation").
     unauthorizedStatus: 200,
-    unauthorized: (req) => {
-      const token = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      return token !== undefined && oauth?.expired(token) === true
-        ? 'token_expired'
-        : 'invalid_auth';
-    },
+    unauthorized: refusal(oauth),
   });
   const channelOf = (id: unknown) => world.channels.find((c) => c.id === id);
   /** Who a call acts as: the person of a user token, else the bot. */

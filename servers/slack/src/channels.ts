@@ -80,6 +80,10 @@ const DIRECT = (c: ChannelInfo) => c.is_im || c.is_mpim;
  * from Slack's own list (never from the model), narrowed by GATEHOUSE_ALLOW_TARGETS (`slack:C…`),
  * without direct messages unless allowed. A channel outside it is refused from this directory,
  * before any request is sent. Names are resolved again every SLACK_CHANNEL_REFRESH_MIN.
+ *
+ * One directory per account (ADR 0026): the bot's, or — acting as a person — theirs, listed
+ * with their own token, so it holds only the channels Slack shows them, with their membership;
+ * for a person, an allow-list of which they see nothing is an empty directory, not an error.
  */
 export class ChannelDirectory {
   #readable = new Map<string, ChannelInfo>();
@@ -181,8 +185,9 @@ export class ChannelDirectory {
         allowTargets: this.config.GATEHOUSE_ALLOW_TARGETS,
       }).names.slice();
     };
+    const person = this.slack.person;
     const read = allowed(resolve(this.config.SLACK_READ_CHANNELS), 'SLACK_READ_CHANNELS');
-    if (read.length === 0) {
+    if (read.length === 0 && !person) {
       throw new ConfigError([
         `SLACK_READ_CHANNELS: none of ${this.config.SLACK_READ_CHANNELS.join(', ')} is a channel the bot can see (and allowed)`,
       ]);
@@ -199,7 +204,7 @@ export class ChannelDirectory {
     // A channel the bot may post to is one it may read: the model sees where it writes.
     this.#postable = new Set(post.filter((id) => this.#readable.has(id)));
     const unreadable = post.filter((id) => !this.#readable.has(id));
-    if (unreadable.length > 0 && unreadable.join() !== this.#unreadablePosts.join()) {
+    if (!person && unreadable.length > 0 && unreadable.join() !== this.#unreadablePosts.join()) {
       this.logger.warn(
         { channels: unreadable.map((id) => `#${byId.get(id)?.name ?? id}`) },
         'SLACK_POST_CHANNELS: channels not in SLACK_READ_CHANNELS are left out (the bot posts only where it can read)',
@@ -209,7 +214,7 @@ export class ChannelDirectory {
     this.#byName = new Map(
       [...this.#readable.values()].filter((c) => !DIRECT(c)).map((c) => [c.name, c.id]),
     );
-    if (unresolved.length > 0 && unresolved.join() !== this.unresolved.join()) {
+    if (!person && unresolved.length > 0 && unresolved.join() !== this.unresolved.join()) {
       this.logger.warn({ unresolved }, 'configured channels the bot cannot see are left out');
     }
     this.unresolved = unresolved;
@@ -265,7 +270,9 @@ export class ChannelDirectory {
     if (id === undefined) {
       throw new PolicyError(
         'slack_channel_allow_list',
-        `${arg} is not one of the channels this server may read (${this.describe()}).`,
+        this.slack.person
+          ? `${arg} is not one of the channels you may read through this server (${this.describe() || 'none of its channels is one you can see in Slack'}).`
+          : `${arg} is not one of the channels this server may read (${this.describe()}).`,
         { code: 'channel_not_allowed' },
       );
     }
@@ -281,7 +288,7 @@ export class ChannelDirectory {
         .join(', ');
       throw new PolicyError(
         'slack_post_allow_list',
-        `The bot may not post to #${channel.name}${postable === '' ? '; posting is allowed in no channel (SLACK_POST_CHANNELS)' : ` (it may post to ${postable})`}.`,
+        `${this.slack.person ? 'You may not post' : 'The bot may not post'} to #${channel.name} through this server${postable === '' ? '; posting is allowed in no channel (SLACK_POST_CHANNELS)' : ` (${this.slack.person ? 'you' : 'it'} may post to ${postable})`}.`,
         { code: 'channel_not_postable' },
       );
     }

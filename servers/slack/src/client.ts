@@ -46,6 +46,24 @@ const CODES: Readonly<Record<string, readonly [number, string]>> = {
   service_unavailable: [503, 'Slack is unavailable'],
 };
 
+/**
+ * The codes said differently when a call acts as a person (ADR 0026): their own membership,
+ * their own rights, the app's user scopes.
+ */
+const PERSON_CODES: Readonly<Record<string, readonly [number, string]>> = {
+  channel_not_found: [404, 'the channel does not exist or you cannot see it in Slack'],
+  not_in_channel: [403, 'you are not a member of this channel in Slack; join it there first'],
+  restricted_action: [403, 'a workspace setting prevents you from doing this in Slack'],
+};
+
+/** The codes of a token Slack no longer takes ("Using token rotation"; `auth.test`'s errors). */
+const REFUSED_TOKEN = new Set(['invalid_auth', 'token_expired', 'token_revoked', 'not_authed']);
+
+/** Whether Slack refused the token of a call (renewed once for a person). */
+export function refusedToken(error: unknown): boolean {
+  return error instanceof WebAPIPlatformError && REFUSED_TOKEN.has(String(error.data.error));
+}
+
 /** Slack, as the kit's upstream error mapping needs to know it. */
 export const SLACK_UPSTREAM: UpstreamProfile = {
   service: 'Slack',
@@ -57,8 +75,8 @@ export const SLACK_UPSTREAM: UpstreamProfile = {
 };
 const toUpstream = createUpstreamErrors(SLACK_UPSTREAM);
 
-/** What the model sees of a failed Slack call. */
-export function slackError(error: unknown): UpstreamError | ToolError {
+/** What the model sees of a failed Slack call (`person`: the call acted as a person). */
+export function slackError(error: unknown, person = false): UpstreamError | ToolError {
   // Ours already (the history pacing): said as written.
   if (error instanceof UpstreamError || error instanceof ToolError) return error;
   if (error instanceof WebAPIRateLimitedError) {
@@ -70,11 +88,15 @@ export function slackError(error: unknown): UpstreamError | ToolError {
   }
   if (error instanceof WebAPIPlatformError) {
     const code = String(error.data.error);
-    const [status, message] = CODES[code] ?? [400, `Slack refused the call (${code})`];
+    const [status, message] = (person ? PERSON_CODES[code] : undefined) ??
+      CODES[code] ?? [400, `Slack refused the call (${code})`];
     const needed = (error.data as { needed?: unknown }).needed;
+    const scope = typeof needed === 'string' ? needed : '(unnamed)';
     const text =
       code === 'missing_scope'
-        ? `the Slack app lacks the scope ${typeof needed === 'string' ? needed : '(unnamed)'}; add it to the app and reinstall`
+        ? person
+          ? `the Slack app lacks the user scope ${scope}; the operator must add it, then you link your account again`
+          : `the Slack app lacks the scope ${scope}; add it to the app and reinstall`
         : message;
     return toUpstream({
       status: code === 'missing_scope' ? 403 : status,
@@ -114,43 +136,102 @@ export interface SlackPacing {
   readonly secondMs?: number;
 }
 
+/** Acting as a person (ADR 0026): their token, renewed when Slack refuses it. */
+export interface SlackPerson {
+  token(): string;
+  /** Slack refused `token`: renews it — refreshed here, or already by another call. */
+  renew(token: string): Promise<void>;
+  /** Slack refused even a renewed token: the grant goes; the answer asks them to link again. */
+  refused(): Promise<Error>;
+}
+
+/** The pacing of history reads: Slack limits them per app and workspace, so one per process. */
+export function historyPacer(config: SlackConfig): Pacer {
+  // Slack's 2025 limits for non-Marketplace apps: history and replies 1 per minute.
+  return new Pacer({ history: config.SLACK_HISTORY_LIMITED ? 60_000 : 0 });
+}
+
 /**
  * Two WebClients with the settings the defaults get wrong for a server (ADR 0011): rate-limited
  * calls rejected at once (no 30-minute queue pause), no absolute URLs (the token would go there),
  * a per-request timeout that fires, the call's cancellation reaching the request; reads retried
- * twice through network failures, writes never (a lost answer would post twice).
+ * twice through network failures, writes never (a lost answer would post twice). Acting as a
+ * person, the clients carry their current token, and a token Slack refuses is renewed once.
  */
 export class Slack {
-  readonly #read: WebClient;
-  readonly #write: WebClient;
+  #clients: { token: string; read: WebClient; write: WebClient } | undefined;
   readonly #bounded: BoundedFetch;
   readonly #history: Pacer;
   readonly #secondMs: number;
+  readonly #person: SlackPerson | undefined;
 
   constructor(
     private readonly config: SlackConfig,
     private readonly logger: Logger,
-    pacing: SlackPacing = {},
+    options: { pacing?: SlackPacing; history: Pacer; person?: SlackPerson },
   ) {
     // A timeout per request, and the call's own signal (cancellation, deadline) on each.
     this.#bounded = boundedFetch(config.SLACK_REQUEST_TIMEOUT_MS);
-    const { fetch } = this.#bounded;
-    const common = {
-      slackApiUrl: config.SLACK_API_URL,
-      logger: slackLogger(logger),
-      rejectRateLimitedCalls: true,
-      allowAbsoluteUrls: false,
-      fetch,
-      headers: { 'user-agent': 'gatehouse-slack' },
-    };
-    this.#read = new WebClient(config.SLACK_BOT_TOKEN, {
-      ...common,
-      retryConfig: { retries: 2, factor: 2, minTimeout: 100, maxTimeout: 1_000 },
-    });
-    this.#write = new WebClient(config.SLACK_BOT_TOKEN, { ...common, retryConfig: { retries: 0 } });
-    // Slack's 2025 limits for non-Marketplace apps: history and replies 1 per minute.
-    this.#history = new Pacer({ history: config.SLACK_HISTORY_LIMITED ? 60_000 : 0 });
-    this.#secondMs = pacing.secondMs ?? 1_000;
+    this.#history = options.history;
+    this.#secondMs = options.pacing?.secondMs ?? 1_000;
+    this.#person = options.person;
+  }
+
+  /** Whether calls act as a person (their token) rather than the app's bot. */
+  get person(): boolean {
+    return this.#person !== undefined;
+  }
+
+  /** The clients for the current token (made again when a person's token was renewed). */
+  #client(kind: 'read' | 'write' | 'history'): WebClient {
+    const token = this.#person?.token() ?? this.config.SLACK_BOT_TOKEN ?? '';
+    if (this.#clients?.token !== token) {
+      const common = {
+        slackApiUrl: this.config.SLACK_API_URL,
+        logger: slackLogger(this.logger),
+        rejectRateLimitedCalls: true,
+        allowAbsoluteUrls: false,
+        fetch: this.#bounded.fetch,
+        headers: { 'user-agent': 'gatehouse-slack' },
+      };
+      this.#clients = {
+        token,
+        read: new WebClient(token, {
+          ...common,
+          retryConfig: { retries: 2, factor: 2, minTimeout: 100, maxTimeout: 1_000 },
+        }),
+        write: new WebClient(token, { ...common, retryConfig: { retries: 0 } }),
+      };
+    }
+    return kind === 'write' ? this.#clients.write : this.#clients.read;
+  }
+
+  /**
+   * One request, as the bot or as the person. A token Slack refuses was not acted on (a write
+   * too), so the person's is renewed once and the request sent again; refused again, the grant
+   * goes and the answer asks them to link again.
+   */
+  async #send<T>(
+    bounds: CallBounds,
+    kind: 'read' | 'write' | 'history',
+    fn: (client: WebClient) => Promise<T>,
+  ): Promise<T> {
+    const send = () => this.#bounded.within(bounds.signal, () => fn(this.#client(kind)));
+    const person = this.#person;
+    if (person === undefined) return send();
+    const used = person.token();
+    try {
+      return await send();
+    } catch (error) {
+      if (!refusedToken(error)) throw error;
+    }
+    await person.renew(used);
+    try {
+      return await send();
+    } catch (error) {
+      if (refusedToken(error)) throw await person.refused();
+      throw error;
+    }
   }
 
   /** Messages per page at most (15 under the 2025 limits). */
@@ -186,14 +267,12 @@ export class Slack {
             { code: 'history_paced' },
           );
         }
-        return this.#bounded.within(bounds.signal, () =>
-          fn(kind === 'write' ? this.#write : this.#read),
-        );
+        return this.#send(bounds, kind, fn);
       },
       {
         signal: bounds.signal,
         deadline: bounds.deadline,
-        map: slackError,
+        map: (error) => slackError(error, this.person),
         secondMs: this.#secondMs,
         onWait: (wait) => this.logger.warn({ retryAfter: wait }, 'Slack rate limit reached'),
       },

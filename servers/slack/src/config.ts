@@ -6,6 +6,8 @@ import {
   secretText,
   upstreamUrl,
 } from '@gatehouse/core';
+import type { ConfigCheck } from '@gatehouse/core';
+import { identityCheck, identityShape } from '@gatehouse/core/identity';
 import * as z from 'zod';
 
 /** A channel as the operator names it: an id (C…, G…, D…) or #name. */
@@ -32,12 +34,97 @@ function botTokenProblem(value: string): string | undefined {
   return `expected the bot token, which starts xoxb- (OAuth & Permissions → Bot User OAuth Token)${kind === undefined ? '' : `; this is ${kind}`}`;
 }
 
+/**
+ * The bot token, unless every call acts as a person (ADR 0026) — then the app's OAuth client and
+ * the workspace are needed instead, and the bot token only when a read falls back to it.
+ */
+const credentials: ConfigCheck = {
+  reads: [
+    'SLACK_BOT_TOKEN',
+    'SLACK_OAUTH_CLIENT_ID',
+    'SLACK_OAUTH_CLIENT_SECRET',
+    'SLACK_TEAM_ID',
+    'SLACK_ATTRIBUTION',
+    'GATEHOUSE_IDENTITY',
+    'GATEHOUSE_IDENTITY_READ_FALLBACK',
+  ],
+  problems: (config) => {
+    const user = config.GATEHOUSE_IDENTITY === 'user';
+    const fallback = (config.GATEHOUSE_IDENTITY_READ_FALLBACK as string[] | undefined) ?? [];
+    const problems: string[] = [];
+    if (config.SLACK_BOT_TOKEN === undefined && (!user || fallback.length > 0)) {
+      problems.push(
+        user
+          ? 'SLACK_BOT_TOKEN: GATEHOUSE_IDENTITY_READ_FALLBACK falls back to the bot, so its token is required'
+          : 'SLACK_BOT_TOKEN: required (set SLACK_BOT_TOKEN or SLACK_BOT_TOKEN_FILE)',
+      );
+    }
+    if (!user) {
+      if (config.SLACK_ATTRIBUTION !== undefined) {
+        problems.push(
+          'SLACK_ATTRIBUTION: only means something with GATEHOUSE_IDENTITY=user (the bot’s posts already show the app)',
+        );
+      }
+      return problems;
+    }
+    if (
+      config.SLACK_OAUTH_CLIENT_ID === undefined ||
+      config.SLACK_OAUTH_CLIENT_SECRET === undefined
+    ) {
+      problems.push(
+        "SLACK_OAUTH_CLIENT_ID: user mode needs the Slack app's client id and SLACK_OAUTH_CLIENT_SECRET (Basic Information → App Credentials)",
+      );
+    }
+    if (config.SLACK_TEAM_ID === undefined) {
+      problems.push(
+        'SLACK_TEAM_ID: user mode needs the workspace’s id (T…): a person may link an account of this workspace only',
+      );
+    }
+    return problems;
+  },
+};
+
 /** The Slack server's configuration: the core's keys plus `SLACK_*`. */
 export const SlackConfigSchema = defineConfig(
   {
-    SLACK_BOT_TOKEN: secretText(botTokenProblem).describe(
-      "The bot token of the workspace's Slack app (xoxb-…); see slack-app-manifest.yaml.",
-    ),
+    ...identityShape,
+    SLACK_BOT_TOKEN: secretText(botTokenProblem)
+      .optional()
+      .describe(
+        "The bot token of the workspace's Slack app (xoxb-…); see slack-app-manifest.yaml. Not needed in user mode unless a read falls back to the bot.",
+      ),
+    SLACK_OAUTH_CLIENT_ID: z
+      .string()
+      .regex(/^\d+\.\d+$/, "expected the Slack app's client id (digits.digits)")
+      .optional()
+      .describe(
+        "User mode: the Slack app's client id, with which each person links their own account (user scopes).",
+      ),
+    SLACK_OAUTH_CLIENT_SECRET: secretText()
+      .optional()
+      .describe("User mode: the Slack app's client secret."),
+    SLACK_TEAM_ID: z
+      .string()
+      .regex(/^[TE][A-Z0-9]{6,12}$/, 'expected a workspace id (T0123ABCD)')
+      .optional()
+      .describe(
+        'User mode: the workspace (T…) people link accounts of; an account of any other workspace is refused.',
+      ),
+    SLACK_WEB_URL: upstreamUrl()
+      .default('https://slack.com')
+      .describe(
+        "User mode: Slack's web address, where people authorize the app (/oauth/v2/authorize).",
+      ),
+    SLACK_ATTRIBUTION: z
+      .string()
+      .trim()
+      .min(1)
+      .max(200)
+      .regex(/^[^\p{Cc}<>&]+$/u, 'expected one line of plain text, without <, > or &')
+      .optional()
+      .describe(
+        'User mode: a line added below every post made for a person, in italics (e.g. "sent by the assistant for them"). Unset: none.',
+      ),
     SLACK_READ_CHANNELS: channelList('to read')
       .pipe(z.array(z.string()).min(1, 'name at least one channel to read'))
       .describe(
@@ -108,6 +195,7 @@ export const SlackConfigSchema = defineConfig(
       .describe('How often channel names are resolved again (renames, new channels).'),
   },
   {
+    checks: [credentials, identityCheck],
     // The names other Slack tools and MCP servers read.
     aliases: { SLACK_BOT_TOKEN: ['SLACK_TOKEN', 'SLACK_API_TOKEN', 'SLACK_BOT_USER_OAUTH_TOKEN'] },
   },

@@ -1,19 +1,14 @@
 import type { Logger, ToolAnnotations } from '@gatehouse/core';
 import * as z from 'zod';
-import type { ChannelDirectory } from './channels.js';
-import type { Slack } from './client.js';
+import type { SlackAccounts } from './acting.js';
 import type { SlackConfig } from './config.js';
-import type { People } from './people.js';
 
 /** What the tools, resources and prompts share; built once per process. */
 export interface SlackDeps {
   readonly config: SlackConfig;
-  readonly slack: Slack;
-  readonly channels: ChannelDirectory;
-  readonly people: People;
+  /** Who each call acts as, with that account's client, directory and caches (acting.ts). */
+  readonly accounts: SlackAccounts;
   readonly logger: Logger;
-  /** The workspace's URL (from auth.test at start), for permalinks. */
-  readonly workspace: { url?: string };
 }
 
 /** Reads of third-party content in Slack: read-only, open world. */

@@ -1,14 +1,15 @@
 import { defineServer } from '@gatehouse/core';
 import type { Logger, ServerDefinition, StartupReport } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
+import { disconnectTool } from '@gatehouse/core/identity';
 import { checkCredential, startupBounds, writesEnabled } from '@gatehouse/core/saas';
-import { ChannelDirectory } from './channels.js';
-import { Slack } from './client.js';
+import { SlackAccounts } from './acting.js';
+import type { Acting } from './acting.js';
 import type { SlackPacing } from './client.js';
 import { SlackConfigSchema } from './config.js';
 import type { SlackConfig } from './config.js';
 import type { SlackDeps } from './deps.js';
-import { People } from './people.js';
+import { personsOnly, slackIdentity } from './identity.js';
 import { draftAnnouncementPrompt } from './prompts/draft-announcement.js';
 import { incidentUpdatePrompt } from './prompts/incident-update.js';
 import { summarisePrompt } from './prompts/summarise.js';
@@ -42,30 +43,36 @@ export function scopesNeeded(config: SlackConfig, writes: boolean): string[] {
 }
 
 /** The start-up check: the token (auth.test), its scopes, and what the bot can read and post. */
-async function checkAccess(deps: SlackDeps, writes: boolean): Promise<StartupReport> {
-  const bounds = startupBounds(deps.config.SLACK_REQUEST_TIMEOUT_MS);
+async function checkAccess(
+  config: SlackConfig,
+  bot: Acting,
+  writes: boolean,
+  personal: boolean,
+): Promise<StartupReport> {
+  const bounds = startupBounds(config.SLACK_REQUEST_TIMEOUT_MS);
   const auth = await checkCredential(
     'SLACK_BOT_TOKEN',
     (error) => `Slack rejected the bot token (${error.message})`,
-    () => deps.slack.call(bounds, 'read', (c) => c.auth.test()),
+    () => bot.slack.call(bounds, 'read', (c) => c.auth.test()),
   );
-  if (auth.url !== undefined) deps.workspace.url = auth.url;
-  await deps.channels.load(bounds);
+  if (auth.url !== undefined) bot.workspace.url = auth.url;
+  await bot.channels.load(bounds);
   const scopes = auth.response_metadata?.scopes ?? [];
-  const needed = scopesNeeded(deps.config, writes);
+  // Acting as each person, the bot only reads (the fallback): it never posts.
+  const needed = scopesNeeded(config, writes && !personal);
   const unused = scopes.filter((s) => !needed.includes(s));
-  const readable = deps.channels.readable();
+  const readable = bot.channels.readable();
   const warnings = [
     ...(unused.length > 0
       ? [
           `the bot token has scopes this configuration never uses (${unused.join(', ')}); remove them from the app (see slack-app-manifest.yaml)`,
         ]
       : []),
-    ...deps.channels.unresolved.map((c) => `${c} is not a channel the bot can see; it is left out`),
+    ...bot.channels.unresolved.map((c) => `${c} is not a channel the bot can see; it is left out`),
     ...readable
       .filter((c) => !c.is_member)
       .map((c) => `the bot is not a member of #${c.name}: invite it to read it`),
-    ...(writes && deps.config.SLACK_POST_CHANNELS.length === 0
+    ...(writes && config.SLACK_POST_CHANNELS.length === 0
       ? ['write tools are on but SLACK_POST_CHANNELS names no channel: nothing can be posted']
       : []),
   ];
@@ -78,7 +85,8 @@ async function checkAccess(deps: SlackDeps, writes: boolean): Promise<StartupRep
       channels: readable.map((c) => ({
         channel: `#${c.name}`,
         read: c.is_member,
-        post: deps.channels.canPost(c.id),
+        // Acting as each person, the bot posts nowhere: each person posts as themselves.
+        post: !personal && bot.channels.canPost(c.id),
       })),
     },
     warnings,
@@ -90,23 +98,33 @@ export function createSlackServer(
   config: SlackConfig,
   options: { logger: Logger; pacing?: SlackPacing },
 ): ServerDefinition & { readonly deps: SlackDeps } {
-  const slack = new Slack(config, options.logger, options.pacing);
+  const { logger } = options;
+  // Whether posting is on decides the user scopes people grant, so the tools come first; the
+  // accounts they act through are made right after (tools use them only when called).
+  const made: { accounts?: SlackAccounts } = {};
   const deps: SlackDeps = {
     config,
-    slack,
-    channels: new ChannelDirectory(slack, config, options.logger),
-    people: new People(slack),
-    logger: options.logger,
-    workspace: {},
+    logger,
+    get accounts() {
+      return made.accounts!;
+    },
   };
-  const tools = [
+  const slackTools = [
     listChannelsTool(deps),
     readChannelTool(deps),
     readThreadTool(deps),
     postMessageTool(deps),
   ];
-  const writes = writesEnabled(config, tools);
-  deps.channels.writes = writes;
+  const writes = writesEnabled(config, slackTools);
+  // A person grants the app the bot's scopes, as user scopes (ADR 0026).
+  const identity = slackIdentity(config, logger, SERVICE.name, scopesNeeded(config, writes));
+  const accounts = (made.accounts = new SlackAccounts(config, logger, options.pacing, identity));
+  accounts.writes = writes;
+  const tools = [
+    ...slackTools,
+    ...(identity === undefined ? [] : [disconnectTool(identity, 'slack_disconnect')]),
+  ];
+  const bot = accounts.service;
   const definition = defineServer({
     name: SERVICE.name,
     version: SERVICE.version,
@@ -115,7 +133,14 @@ export function createSlackServer(
     tools,
     resources: slackResources(deps),
     prompts: [summarisePrompt(deps), incidentUpdatePrompt(deps), draftAnnouncementPrompt(deps)],
-    startup: { upstream: 'Slack', check: () => checkAccess(deps, writes) },
+    startup: {
+      upstream: 'Slack',
+      check: () =>
+        bot === undefined
+          ? Promise.resolve(personsOnly(config))
+          : checkAccess(config, bot, writes, identity !== undefined),
+    },
+    ...(identity === undefined ? {} : { identity, close: () => identity.vault.close() }),
   });
   return Object.assign(definition, { deps });
 }

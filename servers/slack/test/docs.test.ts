@@ -30,3 +30,24 @@ it('the Slack app manifest requests the least scopes: the ones the server uses, 
   expect(commented.sort()).toEqual(['im:history', 'im:read', 'mpim:history', 'mpim:read']);
   expect(manifest.oauth_config.scopes.user ?? []).toEqual([]);
 });
+
+it('the user-mode manifest asks each person for the same least scopes, with rotation and the callback', () => {
+  const text = readFileSync(
+    new URL('../slack-app-manifest.user-mode.yaml', import.meta.url),
+    'utf8',
+  );
+  const manifest = parse(text) as {
+    features?: unknown;
+    oauth_config: { redirect_urls: string[]; scopes: { bot?: string[]; user: string[] } };
+    settings: { token_rotation_enabled: boolean };
+  };
+  expect([...manifest.oauth_config.scopes.user].sort()).toEqual(
+    SLACK_SCOPES.filter((s) => !/^(?:im|mpim):/.test(s)).sort(),
+  );
+  expect(manifest.oauth_config.scopes.bot ?? []).toEqual([]);
+  expect(manifest.features).toBeUndefined();
+  expect(manifest.settings.token_rotation_enabled).toBe(true);
+  expect(manifest.oauth_config.redirect_urls.map((u) => new URL(u).pathname)).toEqual([
+    '/connect/gatehouse-slack/callback',
+  ]);
+});

@@ -7,7 +7,8 @@ import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
 import type { SlackFake } from '@gatehouse/testkit/slack';
 import * as client from 'openid-client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { GrantRevokedError, grantOf, refreshGrant, upstreamOAuth } from '../src/identity/index.js';
+import { GrantRevokedError, grantOf, refreshGrant, upstreamOAuth } from '@gatehouse/core/identity';
+import { slackTokenAnswer } from '../src/identity.ts';
 
 const APP = { clientId: '1234.5678', clientSecret: randomBytes(12).toString('hex') };
 const CALLBACK = 'https://mcp.example.com/connect/gatehouse-slack/callback';
@@ -22,22 +23,12 @@ beforeAll(async () => {
 });
 afterAll(() => fake.close());
 
-/** Slack's answer in OAuth 2's words: the user token lifted, its errors as error answers. */
-function slackAnswer(body: Record<string, unknown>): Record<string, unknown> {
-  if (body.ok !== true) {
-    const error = body.error === 'invalid_refresh_token' ? 'invalid_grant' : body.error;
-    return { error: typeof error === 'string' ? error : 'server_error' };
-  }
-  const user = (body.authed_user ?? body) as Record<string, unknown>;
-  return { ...user, token_type: 'bearer' };
-}
-
 it('exchanges a Slack code for the user token, refreshes it once, and reports a spent refresh as gone', async () => {
   const config = upstreamOAuth({
     authorizationEndpoint: `${fake.rootUrl}/oauth/v2/authorize`,
     tokenEndpoint: `${fake.url}oauth.v2.access`,
     ...APP,
-    tokenAnswer: slackAnswer,
+    tokenAnswer: slackTokenAnswer,
   });
   // Alice signs in and authorizes; the browser would carry the code to the callback.
   const verifier = client.randomPKCECodeVerifier();

@@ -22,21 +22,21 @@ export async function recent(
   channelArg: string,
   options: { since?: string | undefined; thread?: string | undefined; limit: number },
 ): Promise<{ name: string; text: string; count: number }> {
-  await deps.channels.fresh(ctx);
-  const channel = deps.channels.forRead(channelArg);
+  const { acting, channel } = await deps.accounts.channel(ctx, channelArg, 'read');
+  const { slack } = acting;
   const oldest =
     options.since === undefined ? undefined : (Date.parse(options.since) / 1000).toFixed(6);
-  const limit = Math.min(options.limit, deps.slack.maxPage);
-  const page = await deps.slack.call(ctx, 'history', (c) =>
+  const limit = Math.min(options.limit, slack.maxPage);
+  const page = await slack.call(ctx, 'history', (c) =>
     options.thread === undefined
       ? c.conversations.history({ channel: channel.id, limit, ...(oldest ? { oldest } : {}) })
       : c.conversations.replies({ channel: channel.id, ts: options.thread, limit }),
   );
   const views = await viewMessages(
-    deps.people,
+    acting.people,
     ctx,
     channel.id,
-    deps.workspace.url,
+    acting.workspace.url,
     page.messages ?? [],
   );
   const ordered = options.thread === undefined ? [...views].reverse() : views;

@@ -20,11 +20,10 @@ export function draftAnnouncementPrompt(deps: SlackDeps) {
       },
       audience: { description: 'Who it is for (default: the channel).' },
     },
-    target: (args) => deps.channels.target(args.channel),
+    target: (args) => deps.accounts.target(args.channel),
     handler: async (args, ctx) => {
-      await deps.channels.fresh(ctx);
-      const target = deps.channels.forRead(args.channel);
-      const posting = deps.channels.canPost(target.id);
+      const { acting, channel: target } = await deps.accounts.channel(ctx, args.channel, 'read');
+      const posting = acting.channels.canPost(target.id);
       return {
         description: `Announcement for #${target.name}`,
         messages: [

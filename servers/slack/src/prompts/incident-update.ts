@@ -19,7 +19,7 @@ export function incidentUpdatePrompt(deps: SlackDeps) {
         schema: z.string().min(3).max(2_000),
       },
     },
-    target: (args) => deps.channels.target(args.channel),
+    target: (args) => deps.accounts.target(args.channel),
     handler: async (args, ctx) => {
       const m = await recent(deps, ctx, args.channel, { limit: 15 });
       return {

@@ -22,7 +22,7 @@ export function summarisePrompt(deps: SlackDeps) {
         schema: z.string().regex(/^\d{9,11}\.\d{6}$/),
       },
     },
-    target: (args) => deps.channels.target(args.channel),
+    target: (args) => deps.accounts.target(args.channel),
     handler: async (args, ctx) => {
       const m = await recent(deps, ctx, args.channel, {
         since: args.since,

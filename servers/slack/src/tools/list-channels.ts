@@ -13,13 +13,16 @@ const ChannelSchema = z.object({
   direct: z.boolean().describe('A direct message or group DM'),
   shared_externally: z.boolean().describe('Slack Connect: shared with another organisation'),
   archived: z.boolean(),
-  bot_is_member: z.boolean().describe('The bot can read it only when it is a member'),
+  bot_is_member: z
+    .boolean()
+    .describe(
+      'Whether the account the server reads as is a member (the bot; acting as each person, you): reading needs it',
+    ),
   can_post: z.boolean().describe('slack_post_message may post here (when write tools are on)'),
 });
 
 /** `slack_list_channels`: the allowed channels, from the directory (one list call at most). */
 export function listChannelsTool(deps: SlackDeps) {
-  const { channels } = deps;
   return defineTool({
     name: 'slack_list_channels',
     title: 'List channels',
@@ -37,6 +40,8 @@ export function listChannelsTool(deps: SlackDeps) {
     }),
     output: z.object({ channels: z.array(ChannelSchema) }),
     async handler(args, ctx) {
+      const { channels, slack } = await deps.accounts.for(ctx);
+      const notMember = slack.person ? ' — you are not a member' : ' — bot not a member';
       await channels.fresh(ctx);
       const filter = args.name?.replace(/^#/, '').toLowerCase();
       const list = channels
@@ -57,7 +62,7 @@ export function listChannelsTool(deps: SlackDeps) {
         }));
       const lines = list.map(
         (c) =>
-          `#${c.name} (${c.id})${c.private ? ' private' : ''}${c.shared_externally ? ' Slack Connect' : ''}${c.archived ? ' archived' : ''}${c.bot_is_member ? '' : ' — bot not a member'}${c.can_post ? ' — can post' : ''}${c.topic ? `: ${c.topic}` : ''}`,
+          `#${c.name} (${c.id})${c.private ? ' private' : ''}${c.shared_externally ? ' Slack Connect' : ''}${c.archived ? ' archived' : ''}${c.bot_is_member ? '' : notMember}${c.can_post ? ' — can post' : ''}${c.topic ? `: ${c.topic}` : ''}`,
       );
       return {
         structured: { channels: list },

@@ -1,27 +1,26 @@
 import { IDEMPOTENT_WRITE_ANNOTATIONS, ToolError, defineTool } from '@gatehouse/core';
 import { dedupeKey, postOnce } from '@gatehouse/core/saas';
 import * as z from 'zod';
+import type { Acting } from '../acting.js';
 import type { CallBounds } from '../client.js';
 import { slackError } from '../client.js';
 import type { SlackDeps } from '../deps.js';
 import { ChannelArg, TsArg } from '../deps.js';
 import { permalink } from '../messages.js';
 import type { SlackMessage } from '../messages.js';
-import { outgoingText } from '../outgoing.js';
+import { escapeForSlack, outgoingText } from '../outgoing.js';
 
 /** The metadata event a post carries: its content key, for finding it after a lost answer. */
 export const POST_EVENT = 'gatehouse_post';
 
 /**
- * The posts made in the dedupe window, for finding one after a lost answer or a repeated call:
- * this process's own posts first, then the channel's (or thread's) history back to the window's
- * start (`oldest`), page by page. With SLACK_HISTORY_LIMITED the look never waits for the history
- * pacing and reads one page: a look it cannot finish throws, and the post goes ahead saying so
- * (it never blocks a post).
+ * The posts made in the dedupe window by the account, for finding one after a lost answer or a
+ * repeated call: this process's own posts first, then the channel's (or thread's) history back
+ * to the window's start (`oldest`), page by page, as the account sees it. With
+ * SLACK_HISTORY_LIMITED the look never waits for the history pacing and reads one page: a look
+ * it cannot finish throws, and the post goes ahead saying so (it never blocks a post).
  */
-function earlierPosts({ slack, config }: SlackDeps) {
-  /** Posts this process made in the dedupe window, by content key: found without a request. */
-  const recent = new Map<string, { ts: string; at: number }>();
+function earlierPosts({ slack, posts: recent }: Acting, config: SlackDeps['config']) {
   const windowMs = config.SLACK_DEDUPE_WINDOW_MIN * 60_000;
   const remember = (key: string, ts: string) => recent.set(key, { ts, at: Date.now() });
   const find = async (
@@ -80,8 +79,7 @@ function earlierPosts({ slack, config }: SlackDeps) {
  * Mentions escaped, outside links refused or defanged, unfurls off, posted once.
  */
 export function postMessageTool(deps: SlackDeps) {
-  const { channels, slack, config } = deps;
-  const earlier = earlierPosts(deps);
+  const { config } = deps;
   return defineTool({
     name: 'slack_post_message',
     title: 'Post a message',
@@ -115,11 +113,17 @@ export function postMessageTool(deps: SlackDeps) {
           'Why the check for an earlier identical post was not made (it was posted anyway)',
         ),
     }),
-    target: (args) => channels.target(args.channel),
+    target: (args) => deps.accounts.target(args.channel),
     async handler(args, ctx) {
-      await channels.fresh(ctx);
-      const channel = channels.forPost(args.channel);
+      const { acting, channel } = await deps.accounts.channel(ctx, args.channel, 'post');
+      const { slack } = acting;
+      const earlier = earlierPosts(acting, config);
       const text = outgoingText(args.text, config);
+      // Posted as a person, the operator's attribution line says the agent wrote it for them.
+      const sent =
+        slack.person && config.SLACK_ATTRIBUTION !== undefined
+          ? `${text}\n_${escapeForSlack(config.SLACK_ATTRIBUTION, [])}_`
+          : text;
       const key = dedupeKey({
         who: ctx.principal.id,
         channel: channel.id,
@@ -128,7 +132,7 @@ export function postMessageTool(deps: SlackDeps) {
       });
       const request = {
         channel: channel.id,
-        text,
+        text: sent,
         ...(args.thread_ts === undefined ? {} : { thread_ts: args.thread_ts }),
         // Nothing for Slack to expand or fetch: no unfurls, no name linking, no parsing.
         unfurl_links: false,
@@ -140,7 +144,7 @@ export function postMessageTool(deps: SlackDeps) {
       if (ctx.dryRun) {
         return ctx.preview(
           request,
-          `Would post ${text.length} character(s) to #${channel.name}${args.thread_ts === undefined ? '' : ` in thread ${args.thread_ts}`}.`,
+          `Would post ${sent.length} character(s) to #${channel.name}${args.thread_ts === undefined ? '' : ` in thread ${args.thread_ts}`}.`,
         );
       }
       const outcome = await postOnce(
@@ -158,7 +162,7 @@ export function postMessageTool(deps: SlackDeps) {
         ts: value.ts ?? '',
         ...(args.thread_ts === undefined ? {} : { thread_ts: args.thread_ts }),
       };
-      const link = permalink(deps.workspace.url, channel.id, message);
+      const link = permalink(acting.workspace.url, channel.id, message);
       return {
         structured: {
           channel: { id: channel.id, name: channel.name },

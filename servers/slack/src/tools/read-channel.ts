@@ -15,7 +15,7 @@ export const ReadOutput = z.object({
 
 /** `slack_read_channel`: one page of a channel's messages, newest first. */
 export function readChannelTool(deps: SlackDeps) {
-  const { channels, slack, config } = deps;
+  const { config } = deps;
   return defineTool({
     name: 'slack_read_channel',
     title: 'Read a channel',
@@ -45,10 +45,10 @@ export function readChannelTool(deps: SlackDeps) {
       cursor: CursorArg,
     }),
     output: ReadOutput,
-    target: (args) => channels.target(args.channel),
+    target: (args) => deps.accounts.target(args.channel),
     async handler(args, ctx) {
-      await channels.fresh(ctx);
-      const channel = channels.forRead(args.channel);
+      const { acting, channel } = await deps.accounts.channel(ctx, args.channel, 'read');
+      const { slack } = acting;
       const limit = Math.min(args.limit ?? config.SLACK_PAGE_SIZE, slack.maxPage);
       const page = await slack.call(ctx, 'history', (c) =>
         c.conversations.history({
@@ -60,7 +60,7 @@ export function readChannelTool(deps: SlackDeps) {
         }),
       );
       return pageResult(
-        deps,
+        acting,
         ctx,
         channel,
         page,

@@ -7,7 +7,7 @@ import { ReadOutput } from './read-channel.js';
 
 /** `slack_read_thread`: one thread, the parent first, replies oldest first. */
 export function readThreadTool(deps: SlackDeps) {
-  const { channels, slack, config } = deps;
+  const { config } = deps;
   return defineTool({
     name: 'slack_read_thread',
     title: 'Read a thread',
@@ -27,10 +27,10 @@ export function readThreadTool(deps: SlackDeps) {
       cursor: CursorArg,
     }),
     output: ReadOutput,
-    target: (args) => channels.target(args.channel),
+    target: (args) => deps.accounts.target(args.channel),
     async handler(args, ctx) {
-      await channels.fresh(ctx);
-      const channel = channels.forRead(args.channel);
+      const { acting, channel } = await deps.accounts.channel(ctx, args.channel, 'read');
+      const { slack } = acting;
       const limit = Math.min(args.limit ?? config.SLACK_PAGE_SIZE, slack.maxPage);
       const page = await slack.call(ctx, 'history', (c) =>
         c.conversations.replies({
@@ -41,7 +41,7 @@ export function readThreadTool(deps: SlackDeps) {
         }),
       );
       return pageResult(
-        deps,
+        acting,
         ctx,
         channel,
         page,
