@@ -104,6 +104,11 @@ export interface HttpFakeOptions<C> {
   unauthorizedStatus?: number;
   /** Where a route spans slashes (`{path}` of GitHub's contents API). */
   multiSegment?: readonly string[];
+  /**
+   * The API path a request's path stands for, before routes are matched (a gateway's
+   * `/ex/jira/{cloudId}/rest/…` for the site's `/rest/…`); undefined leaves it as it is.
+   */
+  rewrite?: (path: string) => string | undefined;
 }
 
 /** A running fake: the framework's half. */
@@ -233,7 +238,8 @@ export class HttpFake<C> {
     const url = new URL(req.url ?? '/', this.#base || 'http://127.0.0.1');
     const method = req.method ?? 'GET';
     this.requests.push(`${method} ${url.pathname}${url.search}`);
-    const apiPath = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : '';
+    const prefixed = url.pathname.startsWith(prefix) ? url.pathname.slice(prefix.length) : '';
+    const apiPath = this.options.rewrite?.(prefixed) ?? prefixed;
     const found = this.#routes.find(
       (r) =>
         r.method === method && r.pattern.test(r.options.root === true ? url.pathname : apiPath),

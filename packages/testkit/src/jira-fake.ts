@@ -1,4 +1,6 @@
+import { randomUUID } from 'node:crypto';
 import { HttpFake } from './http-fake.js';
+import { AtlassianOAuth, atlassianOAuthRoutes } from './jira-oauth.js';
 import type { FakeFailure, FakeResponse } from './http-fake.js';
 import { accountRoutes } from './jira-routes-account.js';
 import { issueRoutes } from './jira-routes-issues.js';
@@ -41,16 +43,35 @@ export interface JiraFake {
   settle(): void;
   /** The properties on an account's user record (key → value), as the REST API keeps them. */
   userProperties(accountId: string): Map<string, unknown>;
+  /** The 3LO app's tokens, when `oauth` is configured: its clock, sign-in and grants. */
+  readonly oauth: AtlassianOAuth | undefined;
+  /** Where Atlassian's sign-in, authorize and token endpoints and its gateway answer (the same host). */
+  readonly rootUrl: string;
+  /** The site's cloud id: its requests through the gateway go to `/ex/jira/{cloudId}/…`. */
+  readonly cloudId: string;
   close(): Promise<void>;
 }
 
 export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake> {
   const site = new JiraSite(options);
+  const oauth = options.oauth === undefined ? undefined : new AtlassianOAuth(options.oauth);
+  const cloudId = randomUUID();
+  const gateway = `/ex/jira/${cloudId}/`;
   const http = new HttpFake<JiraCaller>({
     authenticate: (req) => {
       const c = site.credentialOf(req);
-      return c === undefined ? undefined : { accountId: c.accountId };
+      if (c !== undefined) return { accountId: c.accountId };
+      // A 3LO token is taken through the gateway only, never at the site's own address [3lo].
+      const holder = req.url?.startsWith(gateway) === true ? oauth?.bearerHolder(req) : undefined;
+      return holder === undefined ? undefined : { accountId: holder };
     },
+    // The gateway's `/ex/jira/{cloudId}/rest/…` is the site's `/rest/…`, for its cloud id only.
+    rewrite: (path) =>
+      path.startsWith(gateway)
+        ? `/${path.slice(gateway.length)}`
+        : path.startsWith('/ex/')
+          ? '/ex'
+          : undefined,
     errorBody: (_status, message) => ({ errorMessages: [message], errors: {} }),
     failureMessage: (status) =>
       status >= 500 ? 'Internal server error' : 'Failure injected by the test',
@@ -70,6 +91,26 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
   searchRoutes(api, shapes);
   issueRoutes(api, shapes);
   projectRoutes(api);
+  if (oauth !== undefined) {
+    atlassianOAuthRoutes(http, oauth, {
+      cloudId,
+      url: () => site.base,
+      profile: (accountId) => {
+        const u = site.world.users.find((x) => x.accountId === accountId);
+        return u === undefined
+          ? undefined
+          : {
+              account_id: u.accountId,
+              ...(u.emailAddress === undefined ? {} : { email: u.emailAddress }),
+              name: u.displayName,
+              nickname: u.displayName.split(' ')[0]!,
+              picture: `${site.base}/avatar/${u.accountId}.png`,
+              account_status: 'active',
+              account_type: 'atlassian',
+            };
+      },
+    });
+  }
   site.base = await http.listen();
   return {
     url: site.base,
@@ -101,6 +142,9 @@ export async function startJiraFake(options: JiraFakeOptions): Promise<JiraFake>
     },
     settle: () => site.settle(),
     userProperties: (accountId) => site.userRecord(accountId),
+    oauth,
+    rootUrl: site.base,
+    cloudId,
     close: () => http.close(),
   };
 }

@@ -18,7 +18,7 @@ export function accountRoutes(api: JiraRoutes, shapes: JiraShapes): void {
   route('GET', '/rest/api/3/mypermissions', ({ res, meta, url }) => {
     const project = url.searchParams.get('projectKey') ?? '';
     const wanted = (url.searchParams.get('permissions') ?? PERMISSIONS.join(',')).split(',');
-    const denied = site.options.denied?.[project] ?? [];
+
     send(res, meta, 200, {
       permissions: Object.fromEntries(
         wanted.map((p, n) => [
@@ -29,7 +29,7 @@ export function accountRoutes(api: JiraRoutes, shapes: JiraShapes): void {
             name: p,
             type: 'PROJECT',
             description: p,
-            havePermission: !denied.includes(p),
+            havePermission: site.holds(project, p),
           },
         ]),
       ),

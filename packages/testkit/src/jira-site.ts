@@ -1,6 +1,8 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import type { IncomingMessage } from 'node:http';
 import type { HttpFake, RouteContext, RouteHandler } from './http-fake.js';
 import { validateAdf } from './jira-adf.js';
+import type { AtlassianOAuthOptions } from './jira-oauth.js';
 
 /**
  * The Jira fake's site: the world it serves (projects, issues, users), who the credentials are,
@@ -12,7 +14,10 @@ export interface FakeJiraUser {
   accountId: string;
   displayName: string;
   emailAddress?: string;
-  /** The projects this person may browse (default: all). */
+  /**
+   * The projects this person may browse (default: all): calls as them — with their 3LO token or
+   * their own credentials — see nothing of the others, and the user pickers offer them only there.
+   */
   projects?: string[];
 }
 
@@ -81,6 +86,11 @@ export interface JiraWorld {
 
 export interface JiraFakeOptions {
   world: JiraWorld;
+  /**
+   * An Atlassian OAuth 2.0 (3LO) app (jira-oauth.ts): people (`users`: account ids) link their
+   * own accounts, and a call with their token through the gateway acts as them.
+   */
+  oauth?: AtlassianOAuthOptions;
   /** Basic credentials (e-mail → API token) and bearer tokens, each acting as an account. */
   credentials: Array<{ email?: string; token: string; accountId: string }>;
   /** Permissions per project key the credentials lack (default: all granted). */
@@ -167,6 +177,8 @@ export class JiraSite {
   readonly #unsettled = new Map<string, { until: number; before: FakeJiraIssue | undefined }>();
   readonly #lag: number;
   readonly #userProperties = new Map<string, Map<string, unknown>>();
+  /** Who the request being answered is (its account id), across the route's awaits. */
+  readonly caller = new AsyncLocalStorage<string>();
   #nextId = 1000;
 
   constructor(readonly options: JiraFakeOptions) {
@@ -229,8 +241,20 @@ export class JiraSite {
   readonly projectOf = (i: FakeJiraIssue): FakeJiraProject =>
     this.world.projects.find((p) => p.key === i.key.split('-')[0])!;
 
+  /** Whether the calling account may browse `project`: the credentials' grants and its own. */
   readonly canBrowse = (project: string): boolean =>
-    !(this.options.denied?.[project] ?? []).includes('BROWSE_PROJECTS');
+    !(this.options.denied?.[project] ?? []).includes('BROWSE_PROJECTS') && this.#personMay(project);
+
+  /** Whether the calling account's own project permissions reach `project`. */
+  readonly #personMay = (project: string): boolean => {
+    const who = this.caller.getStore();
+    const projects = this.world.users.find((u) => u.accountId === who)?.projects;
+    return projects === undefined || projects.includes(project);
+  };
+
+  /** Whether the calling account holds `permission` in `project`. */
+  readonly holds = (project: string, permission: string): boolean =>
+    !(this.options.denied?.[project] ?? []).includes(permission) && this.#personMay(project);
 
   /** An issue by key, id, or a key it had before it moved. */
   readonly findIssue = (keyOrId: string): FakeJiraIssue | undefined =>
@@ -270,7 +294,9 @@ export function jiraRoutes(site: JiraSite, http: HttpFake<JiraCaller>): JiraRout
   const { findIssue, canBrowse, projectOf } = site;
   return {
     site,
-    route: (method, path, handle) => http.route(method, path, handle),
+    // Every route answers as the caller: what they may browse follows them through its awaits.
+    route: (method, path, handle) =>
+      http.route(method, path, (ctx) => site.caller.run(ctx.cred.accountId, () => handle(ctx))),
     send: http.send.bind(http),
     error,
     noBody: (ctx, status) => {
@@ -302,7 +328,7 @@ export function jiraRoutes(site: JiraSite, http: HttpFake<JiraCaller>): JiraRout
       return i;
     },
     allowed: (ctx, project, permission) => {
-      if (!(site.options.denied?.[project] ?? []).includes(permission)) return true;
+      if (site.holds(project, permission)) return true;
       error(
         ctx.res,
         ctx.meta,

@@ -14,3 +14,5 @@ export type {
 export { validateAdf } from './jira-adf.js';
 export { JqlError, jqlInstant, matches, parseJql } from './jira-jql.js';
 export type { JqlClause, JqlOperand, JqlQuery } from './jira-jql.js';
+export { ATLASSIAN_SCOPES, AtlassianOAuth } from './jira-oauth.js';
+export type { AtlassianOAuthOptions } from './jira-oauth.js';

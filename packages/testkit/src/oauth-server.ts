@@ -34,6 +34,11 @@ export interface OAuthProfile {
   readonly pkceMethods: readonly string[];
   /** How long a refresh token, once used, still works (Atlassian's reuse interval); else 0. */
   readonly reuseSeconds?: number;
+  /**
+   * A used refresh token presented after the reuse interval revokes every token of that
+   * authorization, and the user must consent again (Atlassian's rotating refresh tokens).
+   */
+  readonly reuseRevokes?: boolean;
   /** How long a code lives, seconds. */
   readonly codeSeconds: number;
 }
@@ -177,7 +182,9 @@ export class FakeOAuthServer {
     const spent = this.#spent.get(token);
     if (spent !== undefined) {
       const reuse = (this.profile.reuseSeconds ?? 0) * 1000;
-      return this.now() - spent.at < reuse ? spent.next : { failure: 'refresh' };
+      if (this.now() - spent.at < reuse) return spent.next;
+      if (this.profile.reuseRevokes === true) this.revokeUser(spent.next.login);
+      return { failure: 'refresh' };
     }
     const authorization = this.#byRefresh.get(token);
     if (authorization === undefined || authorization.refreshExpiresAt <= this.now()) {
