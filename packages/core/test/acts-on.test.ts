@@ -38,7 +38,12 @@ async function setup() {
         description: 'Resolves an alias in the handler.',
         access: 'read',
         annotations: READ_ONLY_ANNOTATIONS,
-        input: z.strictObject({ alias: z.string().regex(/^[a-z]+$/).describe('Alias') }),
+        input: z.strictObject({
+          alias: z
+            .string()
+            .regex(/^[a-z]+$/)
+            .describe('Alias'),
+        }),
         handler: async ({ alias }, ctx) => {
           const board = ALIASES[alias] ?? alias;
           ctx.actsOn(`demo:board/${board}`);

@@ -4,8 +4,8 @@
 // gateway as the only address a 3LO token is taken at, and each person's own projects.
 import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { jiraSeed, startJiraFake } from '../src/jira.ts';
-import type { JiraFake } from '../src/jira.ts';
+import { jiraSeed, startJiraFake } from '../src/jira.js';
+import type { JiraFake } from '../src/jira.js';
 
 const APP = { clientId: 'atl-client-0001', clientSecret: randomBytes(12).toString('hex') };
 const CALLBACK = 'https://mcp.example.com/connect/gatehouse-jira/callback';

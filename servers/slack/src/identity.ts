@@ -6,7 +6,7 @@
  * `oauth.v2.access`, `auth.test` and `auth.revoke` method pages).
  */
 import type { Logger, StartupReport } from '@gatehouse/core';
-import { identityFromConfig } from '@gatehouse/core/identity';
+import { AccountRefusedError, identityFromConfig } from '@gatehouse/core/identity';
 import type { IdentityVendor, UpstreamIdentity } from '@gatehouse/core/identity';
 import { timedFetch } from '@gatehouse/core/saas';
 import type { SlackConfig } from './config.js';
@@ -64,7 +64,9 @@ export function slackIdentity(
       const me = await method('auth.test', token);
       if (me.ok !== true) throw new Error(`Slack refused auth.test (${String(me.error)})`);
       if (me.team_id !== team) {
-        throw new Error(`the account is of another workspace than SLACK_TEAM_ID (${team})`);
+        throw new AccountRefusedError(
+          'The Slack account is of another workspace than this server’s: link again and sign in to that workspace',
+        );
       }
       if (typeof me.user_id !== 'string' || typeof me.user !== 'string') {
         throw new Error('Slack answered auth.test without a user and user_id');

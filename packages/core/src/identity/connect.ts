@@ -22,6 +22,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import * as client from 'openid-client';
 import type { Logger } from '../logger.js';
 import { sanitizeText } from '../sanitize.js';
+import { AccountRefusedError } from './grant.js';
 import type { Grant, GrantOwner } from './grant.js';
 import type { GrantStore } from './grant-store.js';
 import type { Keyring } from './keyring.js';
@@ -109,6 +110,8 @@ export type ConnectRefusal =
   | 'unknown_account'
   /** The vendor account is not the one the operator named for the key. */
   | 'wrong_account'
+  /** The vendor account cannot act here (another site or workspace). */
+  | 'account_refused'
   /** Something failed on our side (the vault, the IdP, the vendor unreachable). */
   | 'error';
 
@@ -432,6 +435,10 @@ class ConnectPages implements Connect {
       const text = `${vendor.name} did not say who you are. Nothing was linked.`;
       return this.#refuse(visit, 502, text, 'unknown_account', { flow });
     }
+    if ('refused' in account) {
+      const text = `${account.refused}. Nothing was linked.`;
+      return this.#refuse(visit, 403, text, 'account_refused', { flow });
+    }
     if ('mismatch' in account) {
       const text = `The ${vendor.name} account you signed in with is not the one this link is for. Nothing was linked.`;
       return this.#refuse(visit, 403, text, 'wrong_account', { flow, account: account.mismatch });
@@ -461,7 +468,7 @@ class ConnectPages implements Connect {
   async #account(
     accessToken: string,
     flow: Flow,
-  ): Promise<Grant['account'] | 'unknown' | { mismatch: Grant['account'] }> {
+  ): Promise<Grant['account'] | 'unknown' | { mismatch: Grant['account'] } | { refused: string }> {
     const { vendor, logger, server, expectedLogins } = this.options;
     const revoke = () =>
       vendor.revoke(accessToken).catch((error: unknown) => {
@@ -471,8 +478,9 @@ class ConnectPages implements Connect {
     try {
       account = await vendor.whoami(accessToken);
     } catch (error) {
-      logger.warn({ err: error, server }, 'linking: the vendor did not say who the account is');
       await revoke();
+      if (error instanceof AccountRefusedError) return { refused: error.message };
+      logger.warn({ err: error, server }, 'linking: the vendor did not say who the account is');
       return 'unknown';
     }
     if (flow.owner.issuer === 'api-key') {

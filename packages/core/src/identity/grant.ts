@@ -28,6 +28,15 @@ export interface Grant {
   readonly obtainedAt: number;
 }
 
+/**
+ * The vendor named the account, and it cannot act here (an Atlassian consent for another site, a
+ * Slack account of another workspace): its message is shown on the linking page, so it names
+ * only what the person chose.
+ */
+export class AccountRefusedError extends Error {
+  override readonly name = 'AccountRefusedError';
+}
+
 /** The vendor refused a grant's refresh token (revoked, spent, expired): ask the person again. */
 export class GrantRevokedError extends Error {
   override readonly name = 'GrantRevokedError';

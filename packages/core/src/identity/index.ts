@@ -8,7 +8,7 @@ export { Vault } from './vault.js';
 export type { Grant, GrantOwner } from './grant.js';
 export { fileGrantStore, redisGrantStore } from './grant-store.js';
 export type { GrantStore } from './grant-store.js';
-export { ConnectRequiredError, GrantRevokedError } from './grant.js';
+export { AccountRefusedError, ConnectRequiredError, GrantRevokedError } from './grant.js';
 export { grantOf, refreshGrant, upstreamOAuth } from './upstream-oauth.js';
 export type { UpstreamOAuthOptions } from './upstream-oauth.js';
 export { createConnect } from './connect.js';
