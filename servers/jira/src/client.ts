@@ -1,4 +1,4 @@
-import { UpstreamError, withRetry } from '@gatehouse/core';
+import { ToolError, UpstreamError, withRetry } from '@gatehouse/core';
 import type { Logger } from '@gatehouse/core';
 import { boundedFetch, createUpstreamErrors, waitingOutRateLimits } from '@gatehouse/core/saas';
 import type { BoundedFetch } from '@gatehouse/core/saas';
@@ -32,8 +32,9 @@ export const JIRA_UPSTREAM: UpstreamProfile = {
 const toUpstream = createUpstreamErrors(JIRA_UPSTREAM);
 
 /** What the model sees of a failed Jira call. */
-export function jiraError(error: unknown): UpstreamError {
-  if (error instanceof UpstreamError) return error;
+export function jiraError(error: unknown): UpstreamError | ToolError {
+  // Ours already: an upstream error said once, or the answer asking a person to link again.
+  if (error instanceof UpstreamError || error instanceof ToolError) return error;
   if (error instanceof JiraHttpError)
     return toUpstream({
       status: error.status,
@@ -58,6 +59,17 @@ export function redirectAllowed(site: URL, to: URL, allows: (project: string) =>
   return project !== undefined && allows(project);
 }
 
+/** Acting as a person (ADR 0026): their token, renewed when Jira refuses it. */
+export interface JiraPerson {
+  /** Their site through Atlassian's gateway: `https://api.atlassian.com/ex/jira/{cloudId}`. */
+  readonly host: string;
+  token(): string;
+  /** Jira refused `token` (401): renews it — refreshed here, or already by another call. */
+  renew(token: string): Promise<void>;
+  /** Jira refused even a renewed token: the grant goes; the answer asks them to link again. */
+  refused(): Promise<Error>;
+}
+
 /** How the client waits; tests shorten a rate limit's second. */
 export interface JiraOptions {
   readonly secondMs?: number;
@@ -70,26 +82,33 @@ export class Jira {
   readonly api: JiraApi;
   readonly #secondMs: number;
   readonly #bounded: BoundedFetch;
+  readonly #person: JiraPerson | undefined;
 
   constructor(
     config: JiraConfig,
     private readonly logger: Logger,
     options: JiraOptions = {},
+    person?: JiraPerson,
   ) {
     const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
+    this.#person = person;
+    const host = (person?.host ?? config.JIRA_URL).replace(/\/$/, '');
     // No redirect is followed for a write; a read's only to an allowed project's issue or
-    // project path on the configured site.
+    // project path on the configured site (through the gateway, for a person).
     const scope = projectScope(config);
-    const site = new URL(config.JIRA_URL.replace(/\/?$/, '/'));
+    const site = new URL(`${host}/`);
     this.#bounded = boundedFetch(config.JIRA_REQUEST_TIMEOUT_MS, fetch, {
       followRead: (to) => redirectAllowed(site, to, (key) => scope.allows(key)),
     });
     this.api = createCloudClient(
       jiraTransport({
-        host: config.JIRA_URL.replace(/\/$/, ''),
-        authorization: basic
-          ? `Basic ${Buffer.from(`${config.JIRA_EMAIL!}:${config.JIRA_API_TOKEN!}`).toString('base64')}`
-          : `Bearer ${config.JIRA_OAUTH_TOKEN!}`,
+        host,
+        authorization:
+          person !== undefined
+            ? () => `Bearer ${person.token()}`
+            : basic
+              ? `Basic ${Buffer.from(`${config.JIRA_EMAIL!}:${config.JIRA_API_TOKEN!}`).toString('base64')}`
+              : `Bearer ${config.JIRA_OAUTH_TOKEN!}`,
         headers: { 'User-Agent': 'gatehouse-jira' },
         fetch: this.#bounded.fetch,
         onSchemaMismatch:
@@ -113,7 +132,7 @@ export class Jira {
   ): Promise<T> {
     return withRetry(
       () =>
-        waitingOutRateLimits(() => this.#bounded.within(bounds.signal, () => fn(this.api)), {
+        waitingOutRateLimits(() => this.#send(bounds, fn), {
           signal: bounds.signal,
           deadline: bounds.deadline,
           map: jiraError,
@@ -127,5 +146,29 @@ export class Jira {
         shouldRetry: (error) => !(error instanceof UpstreamError && error.status === 429),
       },
     );
+  }
+
+  /**
+   * One request. Acting as a person, a token Jira refuses (401: nothing was done) is renewed
+   * once and the request sent again; refused again, the grant goes and the answer asks them to
+   * link again.
+   */
+  async #send<T>(bounds: CallBounds, fn: (api: JiraApi) => Promise<T>): Promise<T> {
+    const send = () => this.#bounded.within(bounds.signal, () => fn(this.api));
+    const person = this.#person;
+    if (person === undefined) return send();
+    const used = person.token();
+    try {
+      return await send();
+    } catch (error) {
+      if (!(error instanceof JiraHttpError && error.status === 401)) throw error;
+    }
+    await person.renew(used);
+    try {
+      return await send();
+    } catch (error) {
+      if (error instanceof JiraHttpError && error.status === 401) throw await person.refused();
+      throw error;
+    }
   }
 }

@@ -1,5 +1,6 @@
 import { defineConfig, envInt, envList, secretText, upstreamUrl } from '@gatehouse/core';
 import type { ConfigCheck } from '@gatehouse/core';
+import { identityCheck, identityShape } from '@gatehouse/core/identity';
 import * as z from 'zod';
 
 /** A Jira project key: upper-case letters and digits, starting with a letter. */
@@ -19,11 +20,32 @@ const oauthTokenProblem = (value: string): string | undefined =>
     ? 'this looks like an Atlassian API token (ATATT…): set it as JIRA_API_TOKEN, with JIRA_EMAIL'
     : undefined;
 
-/** An e-mail and API token, or an OAuth token: one of them, complete. */
+/**
+ * An e-mail and API token, or an OAuth token: one of them, complete. In user mode (ADR 0026) the
+ * 3LO app's client instead, and a service credential only when a read falls back to it.
+ */
 const credentials: ConfigCheck = {
-  reads: ['JIRA_EMAIL', 'JIRA_API_TOKEN', 'JIRA_OAUTH_TOKEN'],
+  reads: [
+    'JIRA_EMAIL',
+    'JIRA_API_TOKEN',
+    'JIRA_OAUTH_TOKEN',
+    'JIRA_OAUTH_CLIENT_ID',
+    'JIRA_OAUTH_CLIENT_SECRET',
+    'GATEHOUSE_IDENTITY',
+    'GATEHOUSE_IDENTITY_READ_FALLBACK',
+  ],
   problems: (config) => {
     const basic = config.JIRA_EMAIL !== undefined || config.JIRA_API_TOKEN !== undefined;
+    const user = config.GATEHOUSE_IDENTITY === 'user';
+    const fallback = (config.GATEHOUSE_IDENTITY_READ_FALLBACK as string[] | undefined) ?? [];
+    if (
+      user &&
+      (config.JIRA_OAUTH_CLIENT_ID === undefined || config.JIRA_OAUTH_CLIENT_SECRET === undefined)
+    )
+      return [
+        "JIRA_OAUTH_CLIENT_ID: user mode needs the Atlassian OAuth 2.0 (3LO) app's client id and JIRA_OAUTH_CLIENT_SECRET (developer.atlassian.com → your app → Settings)",
+      ];
+    if (user && !basic && config.JIRA_OAUTH_TOKEN === undefined && fallback.length === 0) return [];
     if (basic && config.JIRA_OAUTH_TOKEN !== undefined)
       return [
         'JIRA_OAUTH_TOKEN: set either JIRA_EMAIL and JIRA_API_TOKEN or JIRA_OAUTH_TOKEN, not both',
@@ -35,7 +57,11 @@ const credentials: ConfigCheck = {
           : 'JIRA_API_TOKEN: required with JIRA_EMAIL (an API token of that account)',
       ];
     if (!basic && config.JIRA_OAUTH_TOKEN === undefined)
-      return ['JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0'];
+      return [
+        user
+          ? 'JIRA_API_TOKEN: GATEHOUSE_IDENTITY_READ_FALLBACK falls back to the service account, so its credentials are required (with JIRA_EMAIL, or JIRA_OAUTH_TOKEN)'
+          : 'JIRA_API_TOKEN: required (with JIRA_EMAIL), or JIRA_OAUTH_TOKEN for OAuth 2.0',
+      ];
     return [];
   },
 };
@@ -43,6 +69,7 @@ const credentials: ConfigCheck = {
 /** The Jira server's configuration: the core's keys plus `JIRA_*`. */
 export const JiraConfigSchema = defineConfig(
   {
+    ...identityShape,
     JIRA_URL: upstreamUrl().describe(
       'The Jira Cloud site, e.g. https://acme.atlassian.net (Data Center is not supported).',
     ),
@@ -65,6 +92,24 @@ export const JiraConfigSchema = defineConfig(
     JIRA_OAUTH_TOKEN: secretText(oauthTokenProblem)
       .optional()
       .describe('An OAuth 2.0 access token (bearer), instead of the e-mail and API token.'),
+    JIRA_OAUTH_CLIENT_ID: z
+      .string()
+      .regex(/^[\w-]{8,128}$/, "expected the 3LO app's client id")
+      .optional()
+      .describe(
+        "User mode: the Atlassian OAuth 2.0 (3LO) app's client id, with which each person links their own account.",
+      ),
+    JIRA_OAUTH_CLIENT_SECRET: secretText().optional().describe("User mode: the 3LO app's secret."),
+    JIRA_AUTH_URL: upstreamUrl()
+      .default('https://auth.atlassian.com')
+      .describe(
+        "User mode: Atlassian's authorization server (/authorize, /oauth/token); tests point it at a fake.",
+      ),
+    JIRA_GATEWAY_URL: upstreamUrl()
+      .default('https://api.atlassian.com')
+      .describe(
+        "User mode: Atlassian's API gateway, which takes people's tokens (/ex/jira/{cloud id}/…, /me, accessible-resources).",
+      ),
     JIRA_REQUEST_TIMEOUT_MS: envInt(500, 120_000)
       .default(10_000)
       .describe('How long one request to Jira may take.'),
@@ -83,7 +128,7 @@ export const JiraConfigSchema = defineConfig(
       ),
   },
   {
-    checks: [credentials],
+    checks: [credentials, identityCheck],
     // The names other Jira tools and MCP servers read.
     aliases: {
       JIRA_URL: ['JIRA_BASE_URL', 'JIRA_HOST', 'JIRA_SITE', 'ATLASSIAN_URL', 'ATLASSIAN_SITE_URL'],

@@ -1,4 +1,5 @@
 import { defineServer, namesInWords } from '@gatehouse/core';
+import { disconnectTool } from '@gatehouse/core/identity';
 import { checkCredential, startupBounds } from '@gatehouse/core/saas';
 import type { Logger, ServerDefinition, StartupReport } from '@gatehouse/core';
 import type { ServerDocs } from '@gatehouse/core/docs';
@@ -12,7 +13,8 @@ import { summarisePrompt } from './prompts/summarise.js';
 import { triageIssuePrompt } from './prompts/triage-issue.js';
 import { writeBugReportPrompt } from './prompts/write-bug-report.js';
 import { jiraResources } from './resources/project-resources.js';
-import { CreateJournal } from './journal.js';
+import { JiraAccounts } from './acting.js';
+import { jiraIdentity, personsOnly } from './identity.js';
 import { getIssueTool } from './tools/get-issue.js';
 import { searchIssuesTool } from './tools/search-issues.js';
 import { addCommentTool } from './tools/add-comment.js';
@@ -21,6 +23,11 @@ import { transitionIssueTool } from './tools/transition-issue.js';
 import { updateIssueTool } from './tools/update-issue.js';
 
 export const SERVICE = { name: 'gatehouse-jira', version: '0.1.0' } as const;
+
+/** Whether a service account is configured (an e-mail and API token, or an OAuth token). */
+function hasServiceCredential(config: JiraConfig): boolean {
+  return config.JIRA_API_TOKEN !== undefined || config.JIRA_OAUTH_TOKEN !== undefined;
+}
 
 /** The project permissions the tools need. */
 export const PERMISSIONS = [
@@ -32,17 +39,17 @@ export const PERMISSIONS = [
 ] as const;
 
 /** The start-up check: who the credentials are (/myself) and what they may do per project. */
-async function checkAccess(deps: JiraDeps): Promise<StartupReport> {
+async function checkAccess(deps: JiraDeps, jira: Jira): Promise<StartupReport> {
   const bounds = startupBounds(deps.config.JIRA_REQUEST_TIMEOUT_MS);
   const me = await checkCredential(
     deps.config.JIRA_OAUTH_TOKEN === undefined ? 'JIRA_API_TOKEN' : 'JIRA_OAUTH_TOKEN',
     () => 'Jira rejected the credentials (401)',
-    () => deps.jira.call(bounds, 'read', (api) => api.myself.getCurrentUser()),
+    () => jira.call(bounds, 'read', (api) => api.myself.getCurrentUser()),
   );
   const projects = [];
   const warnings: string[] = [];
   for (const key of deps.scope.names) {
-    const { permissions = {} } = await deps.jira.call(bounds, 'read', (api) =>
+    const { permissions = {} } = await jira.call(bounds, 'read', (api) =>
       api.permissions.getMyPermissions({ projectKey: key, permissions: PERMISSIONS.join(',') }),
     );
     const have = permissions as Record<string, { havePermission?: boolean } | undefined>;
@@ -69,18 +76,13 @@ export function createJiraServer(
   options: { logger: Logger; jira?: JiraOptions },
 ): ServerDefinition & { readonly deps: JiraDeps } {
   const scope = projectScope(config);
-  const jira = new Jira(config, options.logger, options.jira);
-  const deps: JiraDeps = {
-    config,
-    jira,
-    scope,
-    logger: options.logger,
-    // A record is kept for the dedupe window plus the search lag.
-    journal: new CreateJournal(
-      jira,
-      (config.JIRA_DEDUPE_WINDOW_MIN * 60 + config.JIRA_SEARCH_LAG_S) * 1000,
-    ),
-  };
+  const identity = jiraIdentity(config, options.logger, SERVICE.name);
+  // The service account: always in service mode; in user mode only for a read that falls back.
+  const service = hasServiceCredential(config)
+    ? new Jira(config, options.logger, options.jira)
+    : undefined;
+  const accounts = new JiraAccounts(config, options.logger, options.jira ?? {}, identity, service);
+  const deps: JiraDeps = { config, scope, logger: options.logger, accounts };
   const definition = defineServer({
     name: SERVICE.name,
     version: SERVICE.version,
@@ -93,10 +95,16 @@ export function createJiraServer(
       updateIssueTool(deps),
       addCommentTool(deps),
       transitionIssueTool(deps),
+      ...(identity === undefined ? [] : [disconnectTool(identity, 'jira_disconnect')]),
     ],
     resources: jiraResources(deps),
     prompts: [triageIssuePrompt(deps), writeBugReportPrompt(deps), summarisePrompt(deps)],
-    startup: { upstream: 'Jira', check: () => checkAccess(deps) },
+    startup: {
+      upstream: 'Jira',
+      check: () =>
+        service === undefined ? Promise.resolve(personsOnly(config)) : checkAccess(deps, service),
+    },
+    ...(identity === undefined ? {} : { identity, close: () => identity.vault.close() }),
   });
   return Object.assign(definition, { deps });
 }

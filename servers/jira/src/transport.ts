@@ -32,8 +32,8 @@ export interface SchemaMismatch {
 export interface TransportOptions {
   /** The site, e.g. https://acme.atlassian.net (no trailing slash). */
   readonly host: string;
-  /** The Authorization header's value. */
-  readonly authorization: string;
+  /** The Authorization header's value (read per request: a person's token is renewed). */
+  readonly authorization: string | (() => string);
   readonly headers?: Record<string, string>;
   readonly fetch: typeof fetch;
   /** 'throw' fails the request (tests); a function is told and the answer passes as it came. */
@@ -84,7 +84,10 @@ export function jiraTransport(options: TransportOptions): Client {
             ...(hasBody || (method !== 'GET' && method !== 'HEAD')
               ? { 'Content-Type': 'application/json' }
               : {}),
-            Authorization: options.authorization,
+            Authorization:
+              typeof options.authorization === 'string'
+                ? options.authorization
+                : options.authorization(),
             ...options.headers,
             ...request.headers,
           },

@@ -1,7 +1,7 @@
 import { PolicyError, ToolError } from '@gatehouse/core';
 import type { ToolAnnotations } from '@gatehouse/core';
 import type { CallBounds, Jira, JiraApi } from './client.js';
-import type { JiraDeps } from './deps.js';
+import type { JiraCall } from './deps.js';
 import type { JiraIssue } from './format.js';
 import { allowedKey, requireInScope } from './format.js';
 import { createFieldsOf, issueTypesOf } from './createmeta.js';
@@ -110,7 +110,7 @@ export async function findComment(
  * says it is in after (a key that moved out is refused before anything is written).
  */
 export async function writableIssue(
-  deps: JiraDeps,
+  deps: JiraCall,
   bounds: CallBounds,
   key: string,
 ): Promise<JiraIssue> {
@@ -180,7 +180,7 @@ export async function checkCreate(
  * the model can read, audited as denied.
  */
 export function writeCall<T>(
-  deps: JiraDeps,
+  deps: JiraCall,
   bounds: CallBounds,
   what: string,
   fn: (api: JiraApi) => Promise<T>,

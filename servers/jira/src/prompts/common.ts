@@ -17,7 +17,8 @@ export async function lines(
   where: string,
   limit: number,
 ) {
-  const page = await deps.jira.call(ctx, 'read', (api) =>
+  const { jira } = await deps.accounts.for(ctx);
+  const page = await jira.call(ctx, 'read', (api) =>
     api.issueSearch.searchAndReconsileIssuesUsingJqlPost({
       jql: `${scopeClause(deps.scope.names)} AND ${where} ORDER BY updated DESC`,
       fields: VIEW_FIELDS,

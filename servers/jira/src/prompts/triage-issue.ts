@@ -26,7 +26,8 @@ export function triageIssuePrompt(deps: JiraDeps) {
     target: ({ key }) => keyTarget(deps.scope, allowedKey(deps.scope, key)),
     handler: async ({ key }, ctx) => {
       const asked = key.trim().toUpperCase();
-      const issue = (await deps.jira.call(ctx, 'read', (api) =>
+      const { jira } = await deps.accounts.for(ctx);
+      const issue = (await jira.call(ctx, 'read', (api) =>
         api.issues.getIssue({ issueIdOrKey: asked, fields: [...VIEW_FIELDS, 'description'] }),
       )) as JiraIssue;
       requireInScope(deps.scope, asked, issue);

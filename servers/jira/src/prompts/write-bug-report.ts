@@ -28,7 +28,8 @@ export function writeBugReportPrompt(deps: JiraDeps) {
     target: ({ project }) => deps.scope.target(allowedProject(deps.scope, project)),
     handler: async ({ project, problem }, ctx) => {
       const key = project.trim().toUpperCase();
-      const names = (await issueTypesOf(deps.jira, ctx, key)).map((t) => t.name).join(', ');
+      const { jira } = await deps.accounts.for(ctx);
+      const names = (await issueTypesOf(jira, ctx, key)).map((t) => t.name).join(', ');
       return {
         description: `Bug report for ${key}`,
         messages: [

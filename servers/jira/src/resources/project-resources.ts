@@ -23,10 +23,12 @@ const ALLOWED_SHOWN = 50;
  * allowed values (the first {@link ALLOWED_SHOWN}, and how many more there are).
  */
 async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) {
-  const types = await issueTypesOf(deps.jira, ctx, project);
+  // Asked as the caller's account: what its create screens show it, never cached for another.
+  const { jira } = await deps.accounts.for(ctx);
+  const types = await issueTypesOf(jira, ctx, project);
   return Promise.all(
     types.map(async (t) => {
-      const fields = (await createFieldsOf(deps.jira, ctx, project, t.id ?? '')).map((f) => ({
+      const fields = (await createFieldsOf(jira, ctx, project, t.id ?? '')).map((f) => ({
         field: f.fieldId ?? f.key,
         name: f.name,
         required: f.required === true,
@@ -47,7 +49,8 @@ async function createMeta(deps: JiraDeps, ctx: RequestContext, project: string) 
 
 /** A project's workflow statuses per issue type. */
 async function statuses(deps: JiraDeps, ctx: RequestContext, project: string) {
-  const types = await deps.jira.call(ctx, 'read', (api) =>
+  const { jira } = await deps.accounts.for(ctx);
+  const types = await jira.call(ctx, 'read', (api) =>
     api.projects.getAllStatuses({ projectIdOrKey: project }),
   );
   return types.map((t) => ({

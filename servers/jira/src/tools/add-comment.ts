@@ -10,7 +10,7 @@ import { KeyArg, writeSaid } from './write-common.js';
 
 /** `jira_add_comment` (write): Markdown as ADF, posted once. */
 export function addCommentTool(deps: JiraDeps) {
-  const { scope, jira, config } = deps;
+  const { scope, config } = deps;
   return defineTool({
     name: 'jira_add_comment',
     title: 'Comment on an issue',
@@ -35,7 +35,8 @@ export function addCommentTool(deps: JiraDeps) {
     }),
     target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
-      const issue = await writableIssue(deps, ctx, args.key);
+      const call = await deps.accounts.deps(deps, ctx);
+      const issue = await writableIssue(call, ctx, args.key);
       const key = issue.key ?? args.key;
       const body = markdownToAdf(args.body);
       const dedupe = dedupeKey({ who: ctx.principal.id, key, body });
@@ -47,9 +48,9 @@ export function addCommentTool(deps: JiraDeps) {
       if (ctx.dryRun) return ctx.preview(request, `Would comment on ${key}.`);
       const outcome = await postOnce(
         ctx.signal,
-        () => findComment(jira, ctx, key, dedupe, config.JIRA_DEDUPE_WINDOW_MIN),
+        () => findComment(call.jira, ctx, key, dedupe, config.JIRA_DEDUPE_WINDOW_MIN),
         async () => {
-          const comment = await writeCall(deps, ctx, `comment on ${key}`, (api) =>
+          const comment = await writeCall(call, ctx, `comment on ${key}`, (api) =>
             api.issueComments.addComment(request),
           );
           return comment.id ?? '';

@@ -1,9 +1,9 @@
-import { PolicyError, ToolError, defineTool } from '@gatehouse/core';
+import { PolicyError, ToolError, UpstreamError, defineTool } from '@gatehouse/core';
 import { ambiguous, dedupeKey, postOnce, sleep } from '@gatehouse/core/saas';
 import * as z from 'zod';
 import { jiraError } from '../client.js';
 import type { CallBounds } from '../client.js';
-import type { JiraDeps } from '../deps.js';
+import type { JiraCall, JiraDeps } from '../deps.js';
 import { allowedProject } from '../format.js';
 import { markdownToAdf } from '../markdown.js';
 import { accountIdOf } from '../people.js';
@@ -12,7 +12,7 @@ import { PersonArg, PriorityArg, writeSaid } from './write-common.js';
 
 /** `jira_create_issue` (write): checked against the create metadata, created once. */
 export function createIssueTool(deps: JiraDeps) {
-  const { scope, jira, config } = deps;
+  const { scope, config } = deps;
   return defineTool({
     name: 'jira_create_issue',
     title: 'Create an issue',
@@ -45,6 +45,7 @@ export function createIssueTool(deps: JiraDeps) {
     }),
     target: (args) => scope.target(args.project.trim().toUpperCase()),
     async handler(args, ctx) {
+      const call = await deps.accounts.deps(deps, ctx);
       const project = allowedProject(scope, args.project);
       const fields: Record<string, unknown> = {
         project: { key: project },
@@ -55,9 +56,9 @@ export function createIssueTool(deps: JiraDeps) {
       };
       if (args.assignee !== undefined)
         fields.assignee = {
-          accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee', [project]),
+          accountId: await accountIdOf(call.jira, ctx, args.assignee, 'assignee', [project]),
         };
-      fields.issuetype = { id: await checkCreate(jira, ctx, project, args.type, fields) };
+      fields.issuetype = { id: await checkCreate(call.jira, ctx, project, args.type, fields) };
       // The key covers everything sent (the resolved assignee and type too), by whom.
       const key = dedupeKey({ who: ctx.principal.id, fields });
       const request = {
@@ -66,8 +67,8 @@ export function createIssueTool(deps: JiraDeps) {
       };
       if (ctx.dryRun)
         return ctx.preview(request, `Would create a ${args.type} in ${project}: ${args.summary}`);
-      const outcome = await createOnce(deps, ctx, project, key, () =>
-        writeCall(deps, ctx, `create issues in ${project}`, (api) =>
+      const outcome = await createOnce(call, ctx, project, key, () =>
+        writeCall(call, ctx, `create issues in ${project}`, (api) =>
           api.issues.createIssue(request),
         ),
       );
@@ -101,7 +102,7 @@ const RECOVERY_WAITS_MS = [0, 1_000, 2_000, 4_000];
  * for a few seconds and, when not found, reported as possibly made, never as one to retry.
  */
 async function createOnce(
-  deps: JiraDeps,
+  deps: JiraCall,
   ctx: CallBounds,
   project: string,
   key: string,
@@ -114,7 +115,11 @@ async function createOnce(
   const held = (sent: number) =>
     `an identical create in ${project} went out at ${new Date(sent).toISOString()} and its answer never came back (lost, or still on its way); it may have made the issue, and Jira's search can take a while to show it, so this one is held back until ${new Date(sent + lagMs).toISOString()} (JIRA_SEARCH_LAG_S). Look for it in ${project} first; after that time a repeat is created or returned once.`;
   const warn = (what: string) => (error: unknown) => {
-    logger.warn({ err: jiraError(error).toolMessage() }, `Jira: could not ${what}`);
+    const mapped = jiraError(error);
+    logger.warn(
+      { err: mapped instanceof UpstreamError ? mapped.toolMessage() : mapped.message },
+      `Jira: could not ${what}`,
+    );
     return undefined;
   };
   let record: string | undefined;
@@ -178,7 +183,9 @@ async function createOnce(
     );
   } catch (error) {
     if (!unanswered || sent === undefined || error instanceof PolicyError) throw error;
-    const status = jiraError(error).status;
+    const mapped = jiraError(error);
+    if (!(mapped instanceof UpstreamError)) throw error;
+    const status = mapped.status;
     if (record === undefined)
       throw new ToolError(
         `Jira gave no answer to the create (${status}), so it is not known whether the issue was made, and it could not be recorded for a repeat to find. Look for it in ${project} before creating it again: Jira's search can take a while to show it.`,

@@ -45,7 +45,7 @@ const CommentSchema = z.object({
 
 /** `jira_get_issue`: one issue with its description and a page of comments, as Markdown. */
 export function getIssueTool(deps: JiraDeps) {
-  const { scope, jira, config } = deps;
+  const { scope, config } = deps;
   return defineTool({
     name: 'jira_get_issue',
     title: 'Get an issue',
@@ -93,9 +93,10 @@ export function getIssueTool(deps: JiraDeps) {
     }),
     target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
+      const call = await deps.accounts.deps(deps, ctx);
       const key = allowedKey(scope, args.key);
       const parts = new Set(args.include ?? PARTS);
-      const issue = (await jira.call(ctx, 'read', (api) =>
+      const issue = (await call.jira.call(ctx, 'read', (api) =>
         api.issues.getIssue({
           issueIdOrKey: key,
           fields: [...VIEW_FIELDS, 'description', 'issuelinks', 'subtasks'],
@@ -107,7 +108,7 @@ export function getIssueTool(deps: JiraDeps) {
       const [page, { transitions = [] }] = await Promise.all([
         wanted === 0
           ? undefined
-          : jira.call(ctx, 'read', (api) =>
+          : call.jira.call(ctx, 'read', (api) =>
               api.issueComments.getComments({
                 issueIdOrKey: issue.key ?? key,
                 startAt: args.comments_start ?? 0,
@@ -115,7 +116,7 @@ export function getIssueTool(deps: JiraDeps) {
               }),
             ),
         parts.has('transitions')
-          ? jira.call(ctx, 'read', (api) =>
+          ? call.jira.call(ctx, 'read', (api) =>
               api.issues.getTransitions({ issueIdOrKey: issue.key ?? key }),
             )
           : { transitions: [] },

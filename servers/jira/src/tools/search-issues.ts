@@ -1,7 +1,7 @@
 import { ToolError, defineTool } from '@gatehouse/core';
 import type { RequestContext } from '@gatehouse/core';
 import * as z from 'zod';
-import type { JiraDeps } from '../deps.js';
+import type { JiraCall, JiraDeps } from '../deps.js';
 import { JIRA_READ } from '../deps.js';
 import type { JiraIssue } from '../format.js';
 import { IssueViewSchema, VIEW_FIELDS, allowedProject, issueLine, issueView } from '../format.js';
@@ -13,7 +13,7 @@ const ORDER = { updated: 'updated', created: 'created', priority: 'priority', ke
 
 /** `jira_search_issues`: structured filters (and optional JQL) confined to the allowed projects. */
 export function searchIssuesTool(deps: JiraDeps) {
-  const { scope, jira, config } = deps;
+  const { scope, config } = deps;
   return defineTool({
     name: 'jira_search_issues',
     title: 'Search issues',
@@ -101,11 +101,12 @@ export function searchIssuesTool(deps: JiraDeps) {
         ? scope.targets()
         : scope.target(args.project.trim().toUpperCase()),
     async handler(args, ctx) {
+      const call = await deps.accounts.deps(deps, ctx);
       const projects =
         args.project === undefined ? [...scope.names] : [allowedProject(scope, args.project)];
-      const jql = await searchJql(deps, ctx, args, projects);
+      const jql = await searchJql(call, ctx, args, projects);
       const cursor = decodeCursor(args.cursor, jql);
-      const page = await jira.call(ctx, 'read', (api) =>
+      const page = await call.jira.call(ctx, 'read', (api) =>
         api.issueSearch.searchAndReconsileIssuesUsingJqlPost({
           jql,
           fields: VIEW_FIELDS,
@@ -151,7 +152,7 @@ interface Filters {
  * parsed by Jira (strict) and written back clause by clause, never passed on as text.
  */
 async function searchJql(
-  { jira }: JiraDeps,
+  { jira }: JiraCall,
   ctx: RequestContext,
   args: Filters,
   projects: readonly string[],

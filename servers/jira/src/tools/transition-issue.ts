@@ -7,7 +7,7 @@ import { KeyArg } from './write-common.js';
 
 /** `jira_transition_issue` (write): a transition by its name or the status it leads to. */
 export function transitionIssueTool(deps: JiraDeps) {
-  const { scope, jira } = deps;
+  const { scope } = deps;
   return defineTool({
     name: 'jira_transition_issue',
     title: 'Move an issue',
@@ -28,7 +28,8 @@ export function transitionIssueTool(deps: JiraDeps) {
     output: z.object({ key: z.string(), from: z.string(), to: z.string(), changed: z.boolean() }),
     target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
-      const issue = await writableIssue(deps, ctx, args.key);
+      const call = await deps.accounts.deps(deps, ctx);
+      const issue = await writableIssue(call, ctx, args.key);
       const key = issue.key ?? args.key;
       const from = issue.fields?.status?.name ?? '';
       const wanted = args.to.trim().toLowerCase();
@@ -38,7 +39,7 @@ export function transitionIssueTool(deps: JiraDeps) {
           text: `${key} is already ${from}; nothing changed.`,
         };
       }
-      const { transitions = [] } = await jira.call(ctx, 'read', (api) =>
+      const { transitions = [] } = await call.jira.call(ctx, 'read', (api) =>
         api.issues.getTransitions({ issueIdOrKey: key, expand: 'transitions.fields' }),
       );
       const t = transitions.find(
@@ -89,7 +90,7 @@ export function transitionIssueTool(deps: JiraDeps) {
       };
       const to = t.to?.name ?? t.name ?? '';
       if (ctx.dryRun) return ctx.preview(request, `Would move ${key} from ${from} to ${to}.`);
-      await writeCall(deps, ctx, `transition ${key}`, (api) => api.issues.doTransition(request));
+      await writeCall(call, ctx, `transition ${key}`, (api) => api.issues.doTransition(request));
       return {
         structured: { key, from, to, changed: true },
         text: `Moved ${key} from ${from} to ${to}.`,

@@ -9,7 +9,7 @@ import { KeyArg, PersonArg, PriorityArg } from './write-common.js';
 
 /** `jira_update_issue` (write): only the fields given change. */
 export function updateIssueTool(deps: JiraDeps) {
-  const { scope, jira, config } = deps;
+  const { scope, config } = deps;
   return defineTool({
     name: 'jira_update_issue',
     title: 'Update an issue',
@@ -41,7 +41,8 @@ export function updateIssueTool(deps: JiraDeps) {
     output: z.object({ key: z.string(), changed: z.array(z.string()), url: z.string() }),
     target: (args) => keyTarget(scope, args.key),
     async handler(args, ctx) {
-      const issue = await writableIssue(deps, ctx, args.key);
+      const call = await deps.accounts.deps(deps, ctx);
+      const issue = await writableIssue(call, ctx, args.key);
       const key = issue.key ?? args.key;
       const fields: Record<string, unknown> = {
         ...(args.summary === undefined ? {} : { summary: args.summary }),
@@ -50,7 +51,9 @@ export function updateIssueTool(deps: JiraDeps) {
       };
       if (args.assignee !== undefined)
         fields.assignee = {
-          accountId: await accountIdOf(jira, ctx, args.assignee, 'assignee', [key.split('-')[0]!]),
+          accountId: await accountIdOf(call.jira, ctx, args.assignee, 'assignee', [
+            key.split('-')[0]!,
+          ]),
         };
       const labels = [
         ...(args.add_labels ?? []).map((l) => ({ add: l })),
@@ -65,7 +68,7 @@ export function updateIssueTool(deps: JiraDeps) {
         ...(labels.length === 0 ? {} : { update: { labels } }),
       };
       if (ctx.dryRun) return ctx.preview(request, `Would change ${changed.join(', ')} of ${key}.`);
-      await writeCall(deps, ctx, `edit ${key}`, (api) => api.issues.editIssue(request));
+      await writeCall(call, ctx, `edit ${key}`, (api) => api.issues.editIssue(request));
       const url = issueView(config.JIRA_URL, issue).url;
       return {
         structured: { key, changed, url },
