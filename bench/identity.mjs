@@ -14,6 +14,7 @@ import { createInterface } from 'node:readline';
 import { fileURLToPath } from 'node:url';
 import { TestBrowser, connectHttp, freePort } from '@gatehouse/testkit';
 import { githubSeed, startGitHubAppFake } from '@gatehouse/testkit/github';
+import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
 import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
 import { BENCH_ENV, binFlags, median } from './servers.mjs';
 import { quantile } from './stats.mjs';
@@ -94,6 +95,37 @@ const VENDORS = {
     },
     call: { name: 'slack_read_channel', arguments: { channel: '#general', limit: 10 } },
   },
+  jira: {
+    what: 'Jira jira_get_issue',
+    scope: 'jira',
+    async fake(callback) {
+      const [email, token] = ['bot@acme.example', 'ATATT3xFfGF0BENCHbenchBENCHbench000000000000'];
+      const fake = await startJiraFake({
+        world: jiraSeed(),
+        credentials: [{ email, token, accountId: '557058:bot' }],
+        oauth: {
+          clientId: 'atlClientBench0001',
+          clientSecret: CLIENT_SECRET,
+          callbackUrls: [callback],
+          users: ['557058:alice'],
+        },
+      });
+      return {
+        fake,
+        common: { JIRA_URL: fake.url, JIRA_PROJECTS: 'OPS' },
+        service: { JIRA_EMAIL: email, JIRA_API_TOKEN: token },
+        user: {
+          GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=557058:alice',
+          JIRA_OAUTH_CLIENT_ID: 'atlClientBench0001',
+          JIRA_OAUTH_CLIENT_SECRET: CLIENT_SECRET,
+          JIRA_AUTH_URL: fake.rootUrl,
+          JIRA_GATEWAY_URL: fake.rootUrl,
+        },
+        signIn: `${fake.rootUrl}/login?user=557058:alice`,
+      };
+    },
+    call: { name: 'jira_get_issue', arguments: { key: 'OPS-1' } },
+  },
 };
 
 /** Starts a server process; resolves with its URL and the child. */
@@ -170,7 +202,8 @@ async function measure(id) {
     const browser = new TestBrowser();
     await browser.go(signIn);
     const linked = await browser.go(link);
-    if (!linked.text.includes('Linked as alice')) throw new Error(`${id}: linking failed`);
+    if (!linked.text.includes('Linked as alice'))
+      throw new Error(`${id}: linking failed: ${linked.text}`);
     await close();
   }
 

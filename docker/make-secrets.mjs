@@ -14,7 +14,7 @@ import { createHash, createPublicKey, generateKeyPairSync, randomBytes } from 'n
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { declarations, redisConf, secretFile } from './render.mjs';
+import { declarations, identitySecretFile, redisConf, secretFile } from './render.mjs';
 
 const dir = process.argv.includes('--dir')
   ? process.argv[process.argv.indexOf('--dir') + 1]
@@ -92,6 +92,9 @@ for (const server of declarations()) {
   // A placeholder where the server made none, so the stack without this server still starts;
   // the server itself refuses to start until it is replaced (it names the variable).
   secret(secretFile(server), () => 'REPLACE-ME\n');
+  // User mode's OAuth client secret (ADR 0026): a placeholder until the app is registered.
+  if (server.deploy.identity !== undefined)
+    secret(identitySecretFile(server), () => 'REPLACE-ME\n');
 }
 process.stdout.write(
   said.length === 0

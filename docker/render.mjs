@@ -64,6 +64,9 @@ export function declarations(root = ROOT) {
       fail('upstream.placeholder must be an example value containing REPLACE-ME');
     if (up.egress !== 'https' && !Number.isInteger(up.egress?.port))
       fail('upstream.egress must be "https" or { "port": N, "note": "…" }');
+    const identity = deploy.identity;
+    if (identity !== undefined && !/^[A-Z][A-Z0-9_]+_SECRET$/.test(identity.variable ?? ''))
+      fail('identity.variable must name the variable of the OAuth client secret for user mode');
     for (const name of Object.keys(deploy.settings ?? {}))
       if (!/^[A-Z][A-Z0-9_]+$/.test(name)) fail(`settings: "${name}" is not a variable name`);
     servers.push({ id, dir, version: manifest.version, deploy });
@@ -82,6 +85,12 @@ export function declarations(root = ROOT) {
 export function redisConf(password) {
   return `requirepass ${password}\nprotected-mode yes\nsave ""\nappendonly no\n`;
 }
+
+/**
+ * The file name of a server's OAuth client secret for user mode (ADR 0026) in docker/secrets/
+ * (`slack_oauth_client_secret`), for a server that declares `identity`.
+ */
+export const identitySecretFile = (s) => `${s.id}_oauth_client_secret`;
 
 /** The file name of a server's upstream credential in docker/secrets/ (`github_token`). */
 export const secretFile = (s) => `${s.id}_${s.deploy.upstream.key.replace(/-/g, '_')}`;
@@ -118,6 +127,7 @@ function compose(servers) {
     audit_signing_key: { file: './secrets/audit_signing_key.pem' },
     redis_conf: { file: './secrets/redis.conf' },
     redis_url: { file: './secrets/redis_url' },
+    vault_keys: { file: './secrets/vault_keys' },
   };
   const volumes = { audit: {} };
   for (const s of servers) {
@@ -138,6 +148,9 @@ function compose(servers) {
     }
     const credential = secretFile(s);
     secrets[credential] = { file: `./secrets/${credential}` };
+    // User mode's secrets (ADR 0026), mounted always: GATEHOUSE_IDENTITY=user turns them on.
+    const identity = deploy.identity === undefined ? undefined : identitySecretFile(s);
+    if (identity !== undefined) secrets[identity] = { file: `./secrets/${identity}` };
     const settings = Object.fromEntries(
       Object.entries(deploy.settings ?? {}).map(([k, v]) => [k, `\${${k}:-${v}}`]),
     );
@@ -178,9 +191,23 @@ function compose(servers) {
         GATEHOUSE_AUDIT_SINKS: 'stdout,file',
         GATEHOUSE_AUDIT_FILE: `/var/lib/gatehouse/audit/${s.id}.jsonl`,
         [`${deploy.upstream.variable}_FILE`]: `/run/secrets/${credential}`,
+        ...(identity === undefined
+          ? {}
+          : {
+              GATEHOUSE_IDENTITY: '${GATEHOUSE_IDENTITY:-service}',
+              GATEHOUSE_VAULT_KEYS_FILE: '/run/secrets/vault_keys',
+              [`${deploy.identity.variable}_FILE`]: `/run/secrets/${identity}`,
+            }),
         ...settings,
       },
-      secrets: ['api_keys', 'state_key', 'audit_signing_key', 'redis_url', credential],
+      secrets: [
+        'api_keys',
+        'state_key',
+        'audit_signing_key',
+        'redis_url',
+        credential,
+        ...(identity === undefined ? [] : ['vault_keys', identity]),
+      ],
       volumes: ['audit:/var/lib/gatehouse/audit'],
       ports: [`127.0.0.1:${deploy.port}:8080`],
     };
@@ -295,9 +322,20 @@ function example(servers) {
       },
       // Redis's configuration: the same password (requirepass), protected mode, no persistence.
       { name: 'gatehouse-redis', files: ['redis.conf'] },
+      // User mode's vault keys (ADR 0026): one "<id> <32 bytes base64>" a line, newest first.
+      {
+        name: 'gatehouse-vault',
+        literals: ['vault-keys=k1 REPLACE-ME-with-32-random-bytes-in-base64'],
+      },
       ...servers.map((s) => ({
         name: `gatehouse-upstream-${s.id}`,
-        literals: [`${s.deploy.upstream.key}=${s.deploy.upstream.placeholder}`],
+        literals: [
+          `${s.deploy.upstream.key}=${s.deploy.upstream.placeholder}`,
+          // User mode: the vendor app's OAuth client secret, beside the service credential.
+          ...(s.deploy.identity === undefined
+            ? []
+            : ['oauth-client-secret=REPLACE-ME-the-app-client-secret-for-user-mode']),
+        ],
       })),
     ],
   };
