@@ -393,7 +393,8 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
     kinds.add(kind);
     if (this.#kinds.size < MAX_KEYS) this.#kinds.set(r.service.name, kinds);
     const effective = r.user?.effective;
-    if (effective !== undefined) this.#accounts.add(`${effective.name}@${effective.domain}`);
+    // The name may itself be an e-mail (Atlassian's): the vendor's host in parentheses.
+    if (effective !== undefined) this.#accounts.add(`${effective.name} (${effective.domain})`);
     else this.#accounts.add(kind === 'service' ? '(service credential)' : '(service, fallback)');
     if (kind === 'service_fallback')
       this.#fallbacks.add(`${r.service.name} · ${r.mcp?.name ?? r.event.action}`);

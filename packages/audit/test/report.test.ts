@@ -401,6 +401,7 @@ describe('calls per upstream account (ADR 0026)', () => {
       principal: string,
       upstream: 'user' | 'service' | 'service_fallback',
       login?: string,
+      domain = 'github.com',
     ): AuditEntry => {
       const base = callEntry(i);
       return {
@@ -410,7 +411,7 @@ describe('calls per upstream account (ADR 0026)', () => {
           id: principal,
           ...(login === undefined
             ? {}
-            : { effective: { id: String(1000 + i), name: login, domain: 'github.com' } }),
+            : { effective: { id: String(1000 + i), name: login, domain } }),
         },
       };
     };
@@ -422,6 +423,9 @@ describe('calls per upstream account (ADR 0026)', () => {
     for (let i = 0; i < 3; i++) log.append(acting(i, 'ci-alice', 'user', 'alice'));
     log.append(acting(3, 'ci-bob', 'user', 'bob'));
     log.append(acting(4, 'ci-carol', 'service_fallback'));
+    // The same person on Slack and on Jira Cloud (whose login is an e-mail): one row each.
+    log.append(acting(5, 'ci-alice', 'user', 'alice', 'slack.com'));
+    log.append(acting(6, 'ci-alice', 'user', 'alice@acme.example', 'acme.atlassian.net'));
     log.append(stop());
     log.close();
     const html = join(dir, 'report.html');
@@ -431,10 +435,12 @@ describe('calls per upstream account (ADR 0026)', () => {
     const rows = await page.$$eval('[data-chart="accounts"] tr', (trs) =>
       trs.map((tr) => [...tr.querySelectorAll('td')].slice(0, 2).map((td) => td.textContent)),
     );
-    expect(rows[0]).toEqual(['alice@github.com', '3']);
+    expect(rows[0]).toEqual(['alice (github.com)', '3']);
     expect(rows.slice(1).sort()).toEqual([
       ['(service, fallback)', '1'],
-      ['bob@github.com', '1'],
+      ['alice (slack.com)', '1'],
+      ['alice@acme.example (acme.atlassian.net)', '1'],
+      ['bob (github.com)', '1'],
     ]);
     const findings = await page.$$eval('[data-finding]', (items) =>
       items.map((i) => i.getAttribute('data-finding')),
