@@ -264,6 +264,27 @@ describe('the Jira server acting as each person', () => {
     }
   });
 
+  it("never answers one person's create metadata with another's, read interleaved", async () => {
+    const reads = Array.from({ length: 8 }, async (_, i) => {
+      const who: Person = i % 2 === 0 ? 'alice' : 'bob';
+      const project = i % 4 < 2 ? 'OPS' : 'WEB';
+      const { client, close } = await connectAs(who);
+      try {
+        const answer = await client
+          .readResource({ uri: `jira://project/${project}/createmeta` })
+          .then(() => 'read')
+          .catch(() => 'refused');
+        return { who, project, answer };
+      } finally {
+        await close();
+      }
+    });
+    for (const { who, project, answer } of await Promise.all(reads)) {
+      const mine = (who === 'alice') === (project === 'OPS');
+      expect(answer, `${who} reading ${project}'s create metadata`).toBe(mine ? 'read' : 'refused');
+    }
+  });
+
   it('keeps tokens sealed at rest: the grant file names no one and holds no token', () => {
     const stored = readFileSync(grantsFile, 'utf8');
     expect(stored).not.toMatch(/atl3lo\.|atlrt\./);

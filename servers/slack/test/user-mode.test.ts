@@ -219,6 +219,25 @@ describe('the Slack server acting as each person', () => {
       'incidents',
       'bob-private',
     ]);
+    // Membership and can_post are each person's: Bob is not in #incidents, Alice is.
+    const posting = async (who: Person) =>
+      Object.fromEntries(
+        (
+          unframed((await callAs(who, 'slack_list_channels')).structuredContent) as {
+            channels: Array<{ name: string; bot_is_member: boolean; can_post: boolean }>;
+          }
+        ).channels.map((c) => [c.name, [c.bot_is_member, c.can_post]]),
+      );
+    expect(await posting('alice')).toEqual({
+      general: [true, true],
+      incidents: [true, true],
+      leadership: [true, false],
+    });
+    expect(await posting('bob')).toEqual({
+      general: [true, true],
+      incidents: [false, false],
+      'bob-private': [true, false],
+    });
     const mine = await callAs('bob', 'slack_read_channel', { channel: '#bob-private' });
     expect(text(mine)).toContain('only bob reads this');
     // Alice's view has no #bob-private, by name or by id: refused, and no history is requested.
