@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import type { HttpFake } from './http-fake.js';
-import { oauthPages } from './oauth-pages.js';
+import { formOrJson, oauthPages } from './oauth-pages.js';
 import { FakeOAuthServer } from './oauth-server.js';
 import type { ExchangeFailure, FakeOAuthApp } from './oauth-server.js';
 
@@ -105,7 +105,7 @@ export function atlassianOAuthRoutes<C>(
     },
   });
   http.anonymousRoute('POST', '/oauth/token', async ({ req, res, meta }) => {
-    const params = await bodyParams(req);
+    const params = await formOrJson(req);
     const outcome = oauth.exchange(params);
     if ('failure' in outcome) {
       const [status, error, description] = ERRORS[outcome.failure];
@@ -160,17 +160,4 @@ export interface Profile {
   readonly picture: string;
   readonly account_status: 'active';
   readonly account_type: 'atlassian';
-}
-
-async function bodyParams(req: IncomingMessage): Promise<URLSearchParams> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (!(req.headers['content-type'] ?? '').includes('application/json')) {
-    return new URLSearchParams(text);
-  }
-  const parsed = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
-  return new URLSearchParams(
-    Object.entries(parsed).map(([k, v]): [string, string] => [k, String(v)]),
-  );
 }

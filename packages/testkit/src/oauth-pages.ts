@@ -1,4 +1,4 @@
-import type { ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { HttpFake } from './http-fake.js';
 import type { FakeOAuthServer } from './oauth-server.js';
 
@@ -71,4 +71,18 @@ export function oauthPages<C>(http: HttpFake<C>, server: FakeOAuthServer, pages:
     res.writeHead(302, { location: to.href });
     res.end();
   });
+}
+
+/** A token request's parameters, form-encoded or JSON (vendors take both). */
+export async function formOrJson(req: IncomingMessage): Promise<URLSearchParams> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (!(req.headers['content-type'] ?? '').includes('application/json')) {
+    return new URLSearchParams(text);
+  }
+  const parsed = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
+  return new URLSearchParams(
+    Object.entries(parsed).map(([k, v]): [string, string] => [k, String(v)]),
+  );
 }

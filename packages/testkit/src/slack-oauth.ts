@@ -1,7 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import type { IncomingMessage } from 'node:http';
 import type { HttpFake } from './http-fake.js';
-import { oauthPages } from './oauth-pages.js';
+import { formOrJson, oauthPages } from './oauth-pages.js';
 import { FakeOAuthServer } from './oauth-server.js';
 import type { ExchangeFailure, FakeOAuthApp, Issued } from './oauth-server.js';
 
@@ -115,18 +114,5 @@ export function slackOAuthRoutes<C>(http: HttpFake<C>, oauth: SlackOAuth): void 
       http.send(res, meta, 200, oauth.access(params, req.headers.authorization));
     },
     { underPrefix: true },
-  );
-}
-
-async function formOrJson(req: IncomingMessage): Promise<URLSearchParams> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (!(req.headers['content-type'] ?? '').includes('application/json')) {
-    return new URLSearchParams(text);
-  }
-  const parsed = (text === '' ? {} : JSON.parse(text)) as Record<string, unknown>;
-  return new URLSearchParams(
-    Object.entries(parsed).map(([k, v]): [string, string] => [k, String(v)]),
   );
 }
