@@ -306,6 +306,15 @@ describe('the Slack server acting as each person', () => {
       expect(text(leak)).toContain('outside the hosts posts may link to');
     });
     expect(sent.filter((m) => m === 'chat.postMessage')).toEqual([]);
+    // Nor a secret: a token in the text is refused before Slack hears of it, as for the bot.
+    const secret = await methodsDuring(async () => {
+      const leak = await callAs('alice', 'slack_post_message', {
+        channel: '#general',
+        text: `the bot token is ${TOKEN}`,
+      });
+      expect(text(leak)).toContain('carry what looks like a secret');
+    });
+    expect(secret.filter((m) => m === 'chat.postMessage')).toEqual([]);
     // Bob may post to #incidents by the allow-list, but Slack says he is not in it.
     const bob = await callAs('bob', 'slack_post_message', { channel: '#incidents', text: 'hi' });
     expect(text(bob)).toContain('you are not a member of this channel in Slack');
