@@ -62,6 +62,7 @@ const SURFACES: Record<string, string[]> = {
     'writesEnabled',
   ],
   '@gatehouse/core/identity': [
+    'AccountRefusedError',
     'ConnectRequiredError',
     'GrantRevokedError',
     'Keyring',
