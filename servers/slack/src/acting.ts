@@ -145,10 +145,11 @@ export class SlackAccounts {
   }
 
   /**
-   * The person's account as a completion sees it: their own, or none — a person with no grant
-   * completes nothing (completions are no place for the link), and never from the bot's view.
+   * The account for a completion or a listing: the caller's own, or none — a person with no
+   * grant is offered nothing there (no place for the link; a read of it asks), and never the
+   * bot's view.
    */
-  async forCompletion(asking: Asking): Promise<Acting | undefined> {
+  async ifLinked(asking: Asking): Promise<Acting | undefined> {
     try {
       return await this.for(asking);
     } catch (error) {

@@ -178,6 +178,9 @@ describe('the Slack server acting as each person', () => {
           argument: { name: 'channel', value: '' },
         });
         expect(completed.completion.values).toEqual([]);
+        // The listing shows the directory resource, whose read asks her, and no channel yet.
+        const listed = (await client.listResources()).resources.map((r) => r.uri);
+        expect(listed).toEqual(['slack://channels']);
       } finally {
         await close();
       }

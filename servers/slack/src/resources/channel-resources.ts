@@ -9,7 +9,7 @@ import type { SlackDeps } from '../deps.js';
  */
 export function channelCompleter(deps: SlackDeps): Completer {
   return async (value, context) => {
-    const acting = await deps.accounts.forCompletion(context);
+    const acting = await deps.accounts.ifLinked(context);
     if (acting === undefined) return [];
     await acting.channels.fresh(context);
     const prefix = value.replace(/^#/, '').toLowerCase();
@@ -77,7 +77,9 @@ export function slackResources(deps: SlackDeps) {
         "One allowed channel's facts (by id or name): topic, purpose, members, flags, posting.",
       mimeType: 'application/json',
       list: async (ctx) => {
-        const { channels } = await deps.accounts.for(ctx);
+        const acting = await deps.accounts.ifLinked(ctx);
+        if (acting === undefined) return [];
+        const { channels } = acting;
         await channels.fresh(ctx);
         return channels.readable().map((c) => ({
           uri: `slack://channel/${c.id}`,
