@@ -5,8 +5,8 @@
  * B (the GHSA-pjp5-fpmr-3349 class) — and a person's call never borrows the service's client.
  */
 import type { Logger, RequestContext } from '@gatehouse/core';
-import { grantRefused, renewGrant } from '@gatehouse/core/identity';
-import type { GrantOwner, UpstreamIdentity } from '@gatehouse/core/identity';
+import { PersonToken } from '@gatehouse/core/identity';
+import type { UpstreamIdentity } from '@gatehouse/core/identity';
 import type { Pacer } from '@gatehouse/core/saas';
 import { createGitHub, githubPacer } from './client.js';
 import type { GitHub, GitHubPacing } from './client.js';
@@ -30,7 +30,7 @@ export class GitHubAccounts {
   /** By account: its pacing and trust answers outlive one access token. */
   readonly #people = new Map<string, { pacer: Pacer; trust: TrustCache | undefined }>();
   /** By owner: their client, and the token it sends (a refreshed token replaces it). */
-  readonly #clients = new Map<string, { token: string; github: GitHub }>();
+  readonly #clients = new Map<string, { token: PersonToken; github: GitHub }>();
 
   constructor(
     private readonly config: GitHubConfig,
@@ -66,26 +66,17 @@ export class GitHubAccounts {
     const { grant, owner } = credential;
     const account = `user:${grant.account.id}`;
     const state = recent(this.#people, account, () => this.#state());
-    const entry = recent(this.#clients, JSON.stringify(owner), () =>
-      this.#person(grant.accessToken, owner, state.pacer),
-    );
-    entry.token = grant.accessToken;
-    return { github: entry.github, account, trust: state.trust };
-  }
-
-  /** A client that acts with the owner's current token; one GitHub refuses is renewed or dropped. */
-  #person(token: string, owner: GrantOwner, pacer: Pacer): { token: string; github: GitHub } {
-    const identity = this.identity!;
-    const entry = { token };
-    const github = createGitHub(this.config, this.logger, this.version, this.pacing, {
-      pacer,
-      token: () => entry.token,
-      renew: async (stale) => {
-        entry.token = (await renewGrant(identity, owner, stale)).accessToken;
-      },
-      refused: () => grantRefused(identity, owner),
+    const entry = recent(this.#clients, JSON.stringify(owner), () => {
+      // A client that acts with the owner's current token; one GitHub refuses is renewed.
+      const token = new PersonToken(this.identity!, owner, grant.accessToken);
+      const github = createGitHub(this.config, this.logger, this.version, this.pacing, {
+        pacer: state.pacer,
+        token,
+      });
+      return { token, github };
     });
-    return Object.assign(entry, { github });
+    entry.token.set(grant.accessToken);
+    return { github: entry.github, account, trust: state.trust };
   }
 }
 

@@ -13,6 +13,8 @@ import { Octokit } from '@octokit/rest';
 import { repoScope } from './scope.js';
 import type { GitHubConfig } from './config.js';
 import type { CallBounds } from '@gatehouse/core';
+import { asPerson } from '@gatehouse/core/identity';
+import type { PersonToken } from '@gatehouse/core/identity';
 
 /** Methods that may be sent again after a failure (PATCH here only ever sets given values). */
 const IDEMPOTENT = new Set(['GET', 'HEAD', 'PUT', 'PATCH', 'DELETE']);
@@ -47,40 +49,14 @@ export interface GitHubPacing {
   readonly secondMs?: number;
 }
 
-/** How a client acts as one person (acting.ts). */
+/** How a client acts as one person (acting.ts): their token, and their own pacing. */
 export interface PersonAuth {
   readonly pacer: Pacer;
-  /** Their current access token. */
-  token(): string;
-  /**
-   * GitHub refused `token` (401): renews it — refreshed here, or already by another call — or
-   * throws the answer that asks them to link again (the grant is then gone).
-   */
-  renew(token: string): Promise<void>;
-  /** GitHub refused even a renewed token: the grant goes; the answer asks them to link again. */
-  refused(): Promise<Error>;
+  readonly token: PersonToken;
 }
 
-/**
- * A request as a person: a refused token (401) is renewed once and the request sent again — a
- * 401 did nothing at GitHub, so this holds for writes too; a 403 is theirs, not the server's.
- */
-async function asPerson<T>(person: PersonAuth, run: () => Promise<T>): Promise<T> {
-  const unauthorized = (error: unknown) => error instanceof UpstreamError && error.status === 401;
-  const used = person.token();
-  try {
-    return await run();
-  } catch (error) {
-    if (!unauthorized(error)) throw yours(error);
-  }
-  await person.renew(used);
-  try {
-    return await run();
-  } catch (error) {
-    if (unauthorized(error)) throw await person.refused();
-    throw yours(error);
-  }
-}
+/** A token GitHub refused (401): the request did nothing there, so it may be sent again. */
+const unauthorized = (error: unknown) => error instanceof UpstreamError && error.status === 401;
 
 /** A refusal GitHub made of a person, said as theirs: their account lacks the permission. */
 function yours(error: unknown): unknown {
@@ -183,7 +159,7 @@ export function createGitHub(
           if (group !== undefined && !(await pacer.wait(group, signal, deadline))) {
             throw new UpstreamError({ service: 'GitHub', status: 429, message: 'paced' });
           }
-          if (person !== undefined) options.headers.authorization = `token ${person.token()}`;
+          if (person !== undefined) options.headers.authorization = `token ${person.token.token()}`;
           return request(options);
         },
         {
@@ -210,7 +186,12 @@ export function createGitHub(
             'retrying a GitHub request',
           ),
       });
-    return person === undefined ? run() : asPerson(person, run);
+    return person === undefined
+      ? run()
+      : // A 403 to a person is theirs, not the server's.
+        asPerson(person.token, unauthorized, run).catch((error: unknown) => {
+          throw yours(error);
+        });
   });
   return octokit;
 }

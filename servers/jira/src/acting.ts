@@ -6,8 +6,8 @@
  * the account sees them. A person's call never borrows the service account's client.
  */
 import type { Logger, UpstreamCredential } from '@gatehouse/core';
-import { grantRefused, renewGrant } from '@gatehouse/core/identity';
-import type { GrantOwner, UpstreamIdentity } from '@gatehouse/core/identity';
+import { PersonToken, asPerson } from '@gatehouse/core/identity';
+import type { UpstreamIdentity } from '@gatehouse/core/identity';
 import { Jira } from './client.js';
 import type { CallBounds, JiraOptions } from './client.js';
 import type { JiraConfig } from './config.js';
@@ -31,7 +31,7 @@ export interface Asking extends CallBounds {
 }
 
 interface Person {
-  readonly token: { value: string };
+  readonly token: PersonToken;
   /** The client, once the site's cloud id was found with this person's token. */
   ready: Promise<Acting> | undefined;
 }
@@ -40,6 +40,7 @@ export class JiraAccounts {
   readonly #service: Acting | undefined;
   readonly #people = new Map<string, Person>();
   readonly #keepMs: number;
+  readonly #gateway: ReturnType<typeof gateway>;
 
   constructor(
     private readonly config: JiraConfig,
@@ -51,6 +52,7 @@ export class JiraAccounts {
   ) {
     // A record is kept for the dedupe window plus the search lag.
     this.#keepMs = (config.JIRA_DEDUPE_WINDOW_MIN * 60 + config.JIRA_SEARCH_LAG_S) * 1000;
+    this.#gateway = gateway(config);
     this.#service =
       service === undefined
         ? undefined
@@ -82,7 +84,10 @@ export class JiraAccounts {
     const key = `user:${grant.account.id} ${JSON.stringify(owner)}`;
     let person = this.#people.get(key);
     if (person === undefined) {
-      person = { token: { value: grant.accessToken }, ready: undefined };
+      person = {
+        token: new PersonToken(this.identity!, owner, grant.accessToken),
+        ready: undefined,
+      };
       this.#people.set(key, person);
       for (const old of this.#people.keys()) {
         if (this.#people.size <= MAX_ACCOUNTS) break;
@@ -92,9 +97,9 @@ export class JiraAccounts {
       this.#people.delete(key);
       this.#people.set(key, person);
     }
-    person.token.value = grant.accessToken;
+    person.token.set(grant.accessToken);
     const found = person;
-    found.ready ??= this.#client(found, grant.account.id, owner).catch((error: unknown) => {
+    found.ready ??= this.#client(found, grant.account.id).catch((error: unknown) => {
       found.ready = undefined; // the next call looks again
       throw error;
     });
@@ -105,35 +110,24 @@ export class JiraAccounts {
    * Once per account and process: the configured site's cloud id, from the sites this person's
    * consent reaches — none, and the grant goes (it cannot act here) and they are asked again.
    */
-  async #client(person: Person, id: string, owner: GrantOwner): Promise<Acting> {
-    const identity = this.identity!;
-    const look = () => gateway(this.config).cloudId(person.token.value);
-    const refused = (error: unknown) => error instanceof GatewayError && error.status === 401;
-    let cloudId: string | undefined;
-    try {
-      cloudId = await look();
-    } catch (error) {
-      if (!refused(error)) throw error;
-      // An access token Atlassian no longer takes: renewed once, as for any request.
-      person.token.value = (await renewGrant(identity, owner, person.token.value)).accessToken;
-      cloudId = await look().catch(async (again: unknown) => {
-        throw refused(again) ? await grantRefused(identity, owner) : again;
-      });
-    }
+  async #client(person: Person, id: string): Promise<Acting> {
+    const { token } = person;
+    // A token Atlassian no longer takes is renewed once, as for any request (`asPerson`).
+    const cloudId = await asPerson(
+      token,
+      (error) => error instanceof GatewayError && error.status === 401,
+      () => this.#gateway.cloudId(token.token()),
+    );
     if (cloudId === undefined) {
       this.logger.warn(
         { account: id },
         'a linked Atlassian account no longer reaches this Jira site: its grant is deleted',
       );
-      throw await grantRefused(identity, owner);
+      throw await token.refused();
     }
     const jira = new Jira(this.config, this.logger, this.options, {
-      host: gateway(this.config).host(cloudId),
-      token: () => person.token.value,
-      renew: async (stale) => {
-        person.token.value = (await renewGrant(identity, owner, stale)).accessToken;
-      },
-      refused: () => grantRefused(identity, owner),
+      host: this.#gateway.host(cloudId),
+      token,
     });
     return { jira, journal: new CreateJournal(jira, this.#keepMs), account: `user:${id}` };
   }

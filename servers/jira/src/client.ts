@@ -8,6 +8,8 @@ import type { JiraConfig } from './config.js';
 import { JiraHttpError, jiraTransport } from './transport.js';
 import { projectScope } from './format.js';
 import type { CallBounds } from '@gatehouse/core';
+import { asPerson } from '@gatehouse/core/identity';
+import type { PersonToken } from '@gatehouse/core/identity';
 
 export type JiraApi = ReturnType<typeof createCloudClient>;
 
@@ -63,11 +65,7 @@ export function redirectAllowed(site: URL, to: URL, allows: (project: string) =>
 export interface JiraPerson {
   /** Their site through Atlassian's gateway: `https://api.atlassian.com/ex/jira/{cloudId}`. */
   readonly host: string;
-  token(): string;
-  /** Jira refused `token` (401): renews it — refreshed here, or already by another call. */
-  renew(token: string): Promise<void>;
-  /** Jira refused even a renewed token: the grant goes; the answer asks them to link again. */
-  refused(): Promise<Error>;
+  readonly token: PersonToken;
 }
 
 /** How the client waits; tests shorten a rate limit's second. */
@@ -105,7 +103,7 @@ export class Jira {
         host,
         authorization:
           person !== undefined
-            ? () => `Bearer ${person.token()}`
+            ? () => `Bearer ${person.token.token()}`
             : basic
               ? `Basic ${Buffer.from(`${config.JIRA_EMAIL!}:${config.JIRA_API_TOKEN!}`).toString('base64')}`
               : `Bearer ${config.JIRA_OAUTH_TOKEN!}`,
@@ -148,27 +146,15 @@ export class Jira {
     );
   }
 
-  /**
-   * One request. Acting as a person, a token Jira refuses (401: nothing was done) is renewed
-   * once and the request sent again; refused again, the grant goes and the answer asks them to
-   * link again.
-   */
-  async #send<T>(bounds: CallBounds, fn: (api: JiraApi) => Promise<T>): Promise<T> {
+  /** One request; acting as a person, a token Jira refuses (401) is renewed once (`asPerson`). */
+  #send<T>(bounds: CallBounds, fn: (api: JiraApi) => Promise<T>): Promise<T> {
     const send = () => this.#bounded.within(bounds.signal, () => fn(this.api));
-    const person = this.#person;
-    if (person === undefined) return send();
-    const used = person.token();
-    try {
-      return await send();
-    } catch (error) {
-      if (!(error instanceof JiraHttpError && error.status === 401)) throw error;
-    }
-    await person.renew(used);
-    try {
-      return await send();
-    } catch (error) {
-      if (error instanceof JiraHttpError && error.status === 401) throw await person.refused();
-      throw error;
-    }
+    return this.#person === undefined
+      ? send()
+      : asPerson(
+          this.#person.token,
+          (error) => error instanceof JiraHttpError && error.status === 401,
+          send,
+        );
   }
 }

@@ -106,12 +106,7 @@ export function jiraIdentity(
             : me.account_id;
       return { login, id: me.account_id };
     },
-    revoke: () =>
-      Promise.reject(
-        new Error(
-          'Atlassian has no endpoint to revoke a 3LO token; remove the app at id.atlassian.com',
-        ),
-      ),
+    // No revoke: Atlassian has no endpoint to revoke a 3LO token (see the top of this file).
   };
   return identityFromConfig(config, server, vendor, logger);
 }

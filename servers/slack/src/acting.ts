@@ -6,8 +6,8 @@
  * call never borrows the bot's. Only the history pacing is one per process: Slack limits history
  * reads "per API method per workspace per app" (its "Rate limits" page), whoever's token it is.
  */
-import { ConnectRequiredError, grantRefused, renewGrant } from '@gatehouse/core/identity';
-import type { GrantOwner, UpstreamIdentity } from '@gatehouse/core/identity';
+import { ConnectRequiredError, PersonToken } from '@gatehouse/core/identity';
+import type { UpstreamIdentity } from '@gatehouse/core/identity';
 import type { Logger, UpstreamCredential } from '@gatehouse/core';
 import type { Pacer } from '@gatehouse/core/saas';
 import { ChannelDirectory } from './channels.js';
@@ -34,7 +34,7 @@ export interface Acting {
 const MAX_ACCOUNTS = 1_000;
 
 /** A person's account: its token follows their grant; it is checked once (see `#check`). */
-type Person = Acting & { token: { value: string }; checked?: Promise<void> | undefined };
+type Person = Acting & { token: PersonToken; checked?: Promise<void> | undefined };
 
 /** Who asks: a call's context, or a completion's. */
 export interface Asking extends CallBounds {
@@ -105,8 +105,10 @@ export class SlackAccounts {
     const key = `user:${grant.account.id} ${JSON.stringify(owner)}`;
     let acting = this.#people.get(key);
     if (acting === undefined) {
-      const token = { value: grant.accessToken };
-      acting = { ...this.#acting(`user:${grant.account.id}`, this.#person(token, owner)), token };
+      // A client acting with the owner's current token; one Slack refuses is renewed.
+      const token = new PersonToken(this.identity!, owner, grant.accessToken);
+      const slack = new Slack(this.config, this.logger, { ...this.#options(), person: token });
+      acting = { ...this.#acting(`user:${grant.account.id}`, slack), token };
       this.#people.set(key, acting);
       for (const old of this.#people.keys()) {
         if (this.#people.size <= MAX_ACCOUNTS) break;
@@ -116,10 +118,10 @@ export class SlackAccounts {
       this.#people.delete(key);
       this.#people.set(key, acting);
     }
-    acting.token.value = grant.accessToken;
+    acting.token.set(grant.accessToken);
     acting.channels.writes = this.#writes;
     const person = acting;
-    person.checked ??= this.#check(person, asking, grant.account.id, owner).catch((error) => {
+    person.checked ??= this.#check(person, asking, grant.account.id).catch((error) => {
       person.checked = undefined; // the next call checks again
       throw error;
     });
@@ -132,14 +134,14 @@ export class SlackAccounts {
    * (`auth.test`), and it must be the linked account in the configured workspace — else the
    * grant goes and the person is asked to link again. The answer gives the workspace's URL.
    */
-  async #check(person: Person, bounds: CallBounds, id: string, owner: GrantOwner): Promise<void> {
+  async #check(person: Person, bounds: CallBounds, id: string): Promise<void> {
     const me = await person.slack.call(bounds, 'read', (c) => c.auth.test());
     if (me.user_id !== id || me.team_id !== this.config.SLACK_TEAM_ID) {
       this.logger.warn(
         { account: id },
         'a linked Slack token answered for another account or workspace: its grant is deleted',
       );
-      throw await grantRefused(this.identity!, owner);
+      throw await person.token.refused();
     }
     if (me.url !== undefined) person.workspace.url = me.url;
   }
@@ -156,21 +158,6 @@ export class SlackAccounts {
       if (error instanceof ConnectRequiredError) return undefined;
       throw error;
     }
-  }
-
-  /** A client acting with the owner's current token; one Slack refuses is renewed or dropped. */
-  #person(token: { value: string }, owner: GrantOwner): Slack {
-    const identity = this.identity!;
-    return new Slack(this.config, this.logger, {
-      ...this.#options(),
-      person: {
-        token: () => token.value,
-        renew: async (stale) => {
-          token.value = (await renewGrant(identity, owner, stale)).accessToken;
-        },
-        refused: () => grantRefused(identity, owner),
-      },
-    });
   }
 
   /**

@@ -17,6 +17,8 @@ import {
 } from '@slack/web-api';
 import type { Logger as SlackLogger } from '@slack/web-api';
 import type { SlackConfig } from './config.js';
+import { asPerson } from '@gatehouse/core/identity';
+import type { PersonToken } from '@gatehouse/core/identity';
 
 /** What a call passes down to every request (the core's; ADR 0018). */
 export type { CallBounds } from '@gatehouse/core';
@@ -136,15 +138,6 @@ export interface SlackPacing {
   readonly secondMs?: number;
 }
 
-/** Acting as a person (ADR 0026): their token, renewed when Slack refuses it. */
-export interface SlackPerson {
-  token(): string;
-  /** Slack refused `token`: renews it — refreshed here, or already by another call. */
-  renew(token: string): Promise<void>;
-  /** Slack refused even a renewed token: the grant goes; the answer asks them to link again. */
-  refused(): Promise<Error>;
-}
-
 /** The pacing of history reads: Slack limits them per app and workspace, so one per process. */
 export function historyPacer(config: SlackConfig): Pacer {
   // Slack's 2025 limits for non-Marketplace apps: history and replies 1 per minute.
@@ -163,12 +156,12 @@ export class Slack {
   readonly #bounded: BoundedFetch;
   readonly #history: Pacer;
   readonly #secondMs: number;
-  readonly #person: SlackPerson | undefined;
+  readonly #person: PersonToken | undefined;
 
   constructor(
     private readonly config: SlackConfig,
     private readonly logger: Logger,
-    options: { pacing?: SlackPacing; history: Pacer; person?: SlackPerson },
+    options: { pacing?: SlackPacing; history: Pacer; person?: PersonToken },
   ) {
     // A timeout per request, and the call's own signal (cancellation, deadline) on each.
     this.#bounded = boundedFetch(config.SLACK_REQUEST_TIMEOUT_MS);
@@ -207,31 +200,15 @@ export class Slack {
   }
 
   /**
-   * One request, as the bot or as the person. A token Slack refuses was not acted on (a write
-   * too), so the person's is renewed once and the request sent again; refused again, the grant
-   * goes and the answer asks them to link again.
+   * One request, as the bot or as the person (a token Slack refuses renewed once: `asPerson`).
    */
-  async #send<T>(
+  #send<T>(
     bounds: CallBounds,
     kind: 'read' | 'write' | 'history',
     fn: (client: WebClient) => Promise<T>,
   ): Promise<T> {
     const send = () => this.#bounded.within(bounds.signal, () => fn(this.#client(kind)));
-    const person = this.#person;
-    if (person === undefined) return send();
-    const used = person.token();
-    try {
-      return await send();
-    } catch (error) {
-      if (!refusedToken(error)) throw error;
-    }
-    await person.renew(used);
-    try {
-      return await send();
-    } catch (error) {
-      if (refusedToken(error)) throw await person.refused();
-      throw error;
-    }
+    return this.#person === undefined ? send() : asPerson(this.#person, refusedToken, send);
   }
 
   /** Messages per page at most (15 under the 2025 limits). */

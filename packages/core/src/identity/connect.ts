@@ -38,8 +38,11 @@ export interface ConnectVendor {
   readonly authorizationParameters?: Readonly<Record<string, string>> | undefined;
   /** Who the account of a fresh access token is. */
   whoami(accessToken: string): Promise<Grant['account']>;
-  /** Revokes an access token just issued (a link refused after the callback). */
-  revoke(accessToken: string): Promise<void>;
+  /**
+   * Revokes an access token just issued (a link refused after the callback); absent for a
+   * vendor that offers no revocation (Atlassian's 3LO).
+   */
+  readonly revoke?: ((accessToken: string) => Promise<void>) | undefined;
 }
 
 export interface ConnectOptions {
@@ -470,8 +473,8 @@ class ConnectPages implements Connect {
     flow: Flow,
   ): Promise<Grant['account'] | 'unknown' | { mismatch: Grant['account'] } | { refused: string }> {
     const { vendor, logger, server, expectedLogins } = this.options;
-    const revoke = () =>
-      vendor.revoke(accessToken).catch((error: unknown) => {
+    const revoke = async () =>
+      vendor.revoke?.(accessToken).catch((error: unknown) => {
         logger.warn({ err: error, server }, 'linking: could not revoke a refused token');
       });
     let account: Grant['account'];

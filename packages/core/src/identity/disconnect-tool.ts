@@ -17,7 +17,7 @@ export function disconnectTool(identity: UpstreamIdentity, name: string): ToolDe
   return defineTool({
     name,
     title: `Disconnect your ${vendor} account`,
-    description: `Forgets the ${vendor} account you linked to this server and revokes its token at ${vendor}. Afterwards nothing is sent to ${vendor} for you until you link an account again.`,
+    description: `Forgets the ${vendor} account you linked to this server${identity.revoke === undefined ? ` (${vendor} offers no way to revoke its token from here: remove the app in your ${vendor} account settings to end its access there)` : ` and revokes its token at ${vendor}`}. Afterwards nothing is sent to ${vendor} for you until you link an account again.`,
     access: 'write',
     annotations: IDEMPOTENT_WRITE_ANNOTATIONS,
     input: z.strictObject({}),
@@ -37,7 +37,10 @@ export function disconnectTool(identity: UpstreamIdentity, name: string): ToolDe
       }
       if (ctx.dryRun) {
         return ctx.preview(
-          { revoke: `your ${vendor} token`, forget: 'your linked account' },
+          {
+            ...(identity.revoke === undefined ? {} : { revoke: `your ${vendor} token` }),
+            forget: 'your linked account',
+          },
           `would disconnect your ${vendor} account`,
         );
       }
@@ -50,7 +53,9 @@ export function disconnectTool(identity: UpstreamIdentity, name: string): ToolDe
       }
       const revocation = done.revoked
         ? `its token was revoked at ${vendor}`
-        : `${vendor} did not confirm revoking its token (revoke the app in your ${vendor} settings to be sure)`;
+        : identity.revoke === undefined
+          ? `${vendor} offers no way to revoke its token from here (remove the app in your ${vendor} settings to end its access there)`
+          : `${vendor} did not confirm revoking its token (revoke the app in your ${vendor} settings to be sure)`;
       return {
         text: `Disconnected ${ctx.untrustedValue(done.login)}: this server forgot the account and ${revocation}.`,
         structured: { disconnected: true, account: done.login, revoked: done.revoked },

@@ -15,7 +15,7 @@ export { createConnect } from './connect.js';
 export type { Connect, ConnectOptions, ConnectVendor } from './connect.js';
 export { credentialFor, ownerOf } from './mode.js';
 export type { UpstreamCredential, UpstreamIdentity } from './mode.js';
-export { disconnect, grantRefused, renewGrant } from './mode.js';
+export { PersonToken, asPerson, disconnect, grantRefused, renewGrant } from './mode.js';
 export { disconnectTool } from './disconnect-tool.js';
 export { identityCheck, identityFromConfig, identityShape } from './settings.js';
 export type { IdentityVendor } from './settings.js';

@@ -23,8 +23,8 @@ export interface UpstreamIdentity {
   readonly connect: Connect;
   /** Refreshes a grant at the vendor (`refreshGrant` with the vendor's OAuth client). */
   refresh(grant: Grant): Promise<Grant>;
-  /** Revokes an access token at the vendor (a grant disconnected). */
-  revoke(accessToken: string): Promise<void>;
+  /** Revokes an access token at the vendor (a grant disconnected); absent where it offers none. */
+  readonly revoke?: ((accessToken: string) => Promise<void>) | undefined;
   /** The issuer of principals from OAuth tokens (GATEHOUSE_OAUTH_ISSUER). */
   readonly oauthIssuer?: string | undefined;
   /** Read tools that may use the service credential when the person has no grant. */
@@ -142,13 +142,16 @@ export async function disconnect(
     await identity.vault.delete(owner); // a record that no longer opens goes too
     return undefined;
   }
+  const { revoke: vendorRevoke } = identity;
   const revoke = (token: string) =>
-    identity.revoke(token).then(
-      () => true,
-      () => false,
-    );
+    vendorRevoke === undefined
+      ? Promise.resolve(false)
+      : vendorRevoke(token).then(
+          () => true,
+          () => false,
+        );
   let revoked = await revoke(grant.accessToken);
-  if (!revoked) {
+  if (!revoked && vendorRevoke !== undefined) {
     // An access token the vendor no longer takes (expired by its clock) revokes nothing, while
     // the refresh token still stands: renewed, the fresh token is revoked instead.
     const renewed = await identity.vault
@@ -158,4 +161,66 @@ export async function disconnect(
   }
   await identity.vault.delete(owner);
   return { login: grant.account.login, revoked };
+}
+
+/**
+ * A person's current access token as their client sends it (ADR 0026): the grant's token, set
+ * again on each call, replaced when renewed; refused even renewed, the grant goes and the answer
+ * asks them to link again. One per person's client, in every SaaS server.
+ */
+export class PersonToken {
+  #value: string;
+
+  constructor(
+    private readonly identity: UpstreamIdentity,
+    private readonly owner: GrantOwner,
+    accessToken: string,
+  ) {
+    this.#value = accessToken;
+  }
+
+  /** The token to send now. */
+  token(): string {
+    return this.#value;
+  }
+
+  /** The grant's token as the vault gave it to this call. */
+  set(accessToken: string): void {
+    this.#value = accessToken;
+  }
+
+  /** The vendor refused `stale`: renewed — refreshed here, or already by another call. */
+  async renew(stale: string): Promise<void> {
+    this.#value = (await renewGrant(this.identity, this.owner, stale)).accessToken;
+  }
+
+  /** The vendor refused even a renewed token: the answer that asks them to link again. */
+  refused(): Promise<ConnectRequiredError> {
+    return grantRefused(this.identity, this.owner);
+  }
+}
+
+/**
+ * One request as a person: a token the vendor refused (`refusedToken`: the vendor did nothing
+ * with the request, so this holds for writes too) is renewed once and the request sent again;
+ * refused again, the grant goes and the person is asked to link again.
+ */
+export async function asPerson<T>(
+  person: Pick<PersonToken, 'token' | 'renew' | 'refused'>,
+  refusedToken: (error: unknown) => boolean,
+  send: () => Promise<T>,
+): Promise<T> {
+  const used = person.token();
+  try {
+    return await send();
+  } catch (error) {
+    if (!refusedToken(error)) throw error;
+  }
+  await person.renew(used);
+  try {
+    return await send();
+  } catch (error) {
+    if (refusedToken(error)) throw await person.refused();
+    throw error;
+  }
 }

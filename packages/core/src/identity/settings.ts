@@ -211,7 +211,7 @@ export function identityFromConfig(
     vault,
     connect,
     refresh: (grant) => refreshGrant(oauth, grant),
-    revoke: (token) => vendor.revoke(token),
+    revoke: vendor.revoke,
     oauthIssuer: issuer,
     readFallback: new Set(config.GATEHOUSE_IDENTITY_READ_FALLBACK),
   };

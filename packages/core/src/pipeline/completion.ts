@@ -80,7 +80,7 @@ function completion(
         allows,
         signal,
         deadline,
-        credential: () => connection.contextFor(attempt, signal, deadline).credential(),
+        credential: () => connection.credential(attempt),
       })) ?? [],
     shape: (_, values) => {
       const clean = values.map((v) => sanitizeText(v).text);

@@ -63,6 +63,26 @@ export class Connection {
 
   readonly allows = (target: string): boolean => this.runtime.policy.targetAllowed(target).allow;
 
+  /** Throws the refusal of a target outside the allow-list (declared, or resolved by a handler). */
+  checkTarget(target: string): void {
+    const allowed = this.runtime.policy.targetAllowed(target);
+    if (!allowed.allow) {
+      throw new Refusal('denied', `Denied: ${allowed.reason}. Pick an allowed target.`, allowed);
+    }
+  }
+
+  /** The upstream credential of `attempt`'s call (of `tool`, if a tool), noted for its record. */
+  async credential(
+    attempt: Attempt,
+    tool?: Pick<ToolDefinition, 'name' | 'access'>,
+  ): Promise<UpstreamCredential> {
+    return (attempt.credential = await credentialFor(
+      this.prepared.definition.identity,
+      this.principal,
+      tool,
+    ));
+  }
+
   /**
    * Starts the attempt of a request. `label` is what metrics and spans name it by: the
    * registered name it resolved to, or `unknown` — never the caller's spelling (a closed set).
@@ -110,24 +130,11 @@ export class Connection {
       canRequestClient: era === 'legacy' && transport !== 'http',
       mcp: sctx,
       sealState: (payload) => this.stateCodec.mint(payload, sctx),
-      credential: async () =>
-        (attempt.credential = await credentialFor(
-          this.prepared.definition.identity,
-          this.principal,
-          tool,
-        )),
+      credential: () => this.credential(attempt, tool),
       requestState: <T>() => sctx.mcpReq.requestState<T>(),
       actsOn: (target) => {
         attempt.target = target;
-        const allowed = this.runtime.policy.targetAllowed(target);
-        if (!allowed.allow) {
-          throw new Refusal(
-            'denied',
-            `Denied: ${allowed.reason}. Pick an allowed target.`,
-            allowed,
-          );
-        }
-        attempt.target = target;
+        this.checkTarget(target);
       },
     };
   }

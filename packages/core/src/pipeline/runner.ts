@@ -143,12 +143,7 @@ export async function runRequest<A, R, Answer>(
     attempt.bound = subject.bound?.(args);
     const targets = targetList(subject.targets(args));
     if (targets.length > 0) outcome.target = targets.join(' ');
-    for (const target of targets) {
-      const allowed = runtime.policy.targetAllowed(target);
-      if (!allowed.allow) {
-        throw new Refusal('denied', `Denied: ${allowed.reason}. Pick an allowed target.`, allowed);
-      }
-    }
+    for (const target of targets) connection.checkTarget(target);
     // A write never carries a secret out (a token, a key, a configured secret's value).
     const secrets = subject.access === 'write' ? secretKinds(args) : [];
     if (secrets.length > 0) {
