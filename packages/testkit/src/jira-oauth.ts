@@ -21,6 +21,9 @@ import type { ExchangeFailure, FakeOAuthApp } from './oauth-server.js';
  *   a refresh token; each refresh gives a new pair and invalidates the one used (rotating refresh
  *   tokens); access tokens last an hour; an unknown or invalid refresh token answers 403
  *   `invalid_grant`.
+ * - Not on those pages: the token request's encoding. Atlassian's examples send JSON; OAuth 2
+ *   (RFC 6749 §4.1.3) sends a form, as `openid-client` does — and as oauth4webapi does in
+ *   next-auth's Atlassian provider, which works against auth.atlassian.com — so the fake takes both.
  * - [rotation]: "Deprecating persistent refresh tokens" (Atlassian developer community, 2022):
  *   a used refresh token still works within a 10-minute leeway; used again after it, every
  *   refresh token of the authorization is invalidated and the person must consent again;
@@ -55,6 +58,8 @@ export class AtlassianOAuth extends FakeOAuthServer {
       refreshSeconds: 90 * 86_400, // [rotation]: 90 days without use
       reuseSeconds: 600, // [rotation]: the 10-minute leeway
       reuseRevokes: true, // [rotation]
+      // Not on Atlassian's pages: PKCE. The core always sends an S256 challenge; the fake checks
+      // it as RFC 7636 says, and a server that ignores it (Atlassian's, undocumented) loses nothing.
       pkceMethods: ['S256'],
       codeSeconds: 600,
     });

@@ -261,6 +261,18 @@ describe('the Slack server acting as each person', () => {
     expect(text(await callAs('alice', 'slack_read_channel', { channel: '#random' }))).toContain(
       'is not one of the channels you may read',
     );
+    // The other roads to a channel ask the same directory: Alice reads no #bob-private there either.
+    const alice = await connectAs('alice');
+    try {
+      await expect(
+        alice.client.readResource({ uri: 'slack://channel/G0BOBONLY1' }),
+      ).rejects.toThrow();
+      await expect(
+        alice.client.getPrompt({ name: 'slack_summarise', arguments: { channel: '#bob-private' } }),
+      ).rejects.toThrow(/not one of the channels you may read/);
+    } finally {
+      await alice.close();
+    }
     // Resources and completions are theirs too.
     const { client, close } = await connectAs('bob');
     try {
