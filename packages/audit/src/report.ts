@@ -372,7 +372,7 @@ ${this.#timeChart()}
 <div><h3>Top principals</h3>${this.#barTable(this.#principals.top(15), 'principals')}</div>
 <div><h3>Top tools</h3>${this.#barTable(this.#tools.top(15), 'tools')}</div>
 <div><h3>Top targets</h3>${this.#barTable(this.#targets.top(15), 'targets')}</div>
-${this.#accounts.size === 0 ? '' : `<div id="accounts"><h3>Calls per upstream account</h3>${this.#barTable(this.#accounts.top(15), 'accounts')}</div>`}
+${this.#accounts.size === 0 ? '' : `<div id="accounts"><h3>Calls per upstream account or database role</h3>${this.#barTable(this.#accounts.top(15), 'accounts')}</div>`}
 </div>
 <details open id="failures"><summary><h3>Denials and errors (latest ${this.#failures.items.length} of ${this.#failures.total})</h3></summary>
 ${this.#rows(this.#failures.items, 'failures')}</details>
@@ -388,11 +388,16 @@ ${this.#rows(this.#events.items, 'lifecycle-events')}
   /** Which upstream account and credential a call acted with (ADR 0026). */
   #upstream(r: AuditRecord): void {
     const kind = r.auth?.upstream;
-    if (kind === undefined) return;
+    const effective = r.user?.effective;
+    if (kind === undefined) {
+      // Acted as someone without an upstream credential of theirs: a database role chosen for
+      // the caller (servers/postgres, ADR 0027) — the report's calls per role.
+      if (effective !== undefined) this.#accounts.add(`${effective.name} (${effective.domain})`);
+      return;
+    }
     const kinds = this.#kinds.get(r.service.name) ?? new Set<string>();
     kinds.add(kind);
     if (this.#kinds.size < MAX_KEYS) this.#kinds.set(r.service.name, kinds);
-    const effective = r.user?.effective;
     // The name may itself be an e-mail (Atlassian's): the vendor's host in parentheses.
     if (effective !== undefined) this.#accounts.add(`${effective.name} (${effective.domain})`);
     else this.#accounts.add(kind === 'service' ? '(service credential)' : '(service, fallback)');

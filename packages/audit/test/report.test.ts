@@ -426,6 +426,17 @@ describe('calls per upstream account (ADR 0026)', () => {
     // The same person on Slack and on Jira Cloud (whose login is an e-mail): one row each.
     log.append(acting(5, 'ci-alice', 'user', 'alice', 'slack.com'));
     log.append(acting(6, 'ci-alice', 'user', 'alice@acme.example', 'acme.atlassian.net'));
+    // A Postgres call as the role the role map gave its caller (no upstream credential): the
+    // report counts calls per role too (ADR 0027).
+    for (const i of [7, 8]) {
+      log.append({
+        ...callEntry(i),
+        user: {
+          id: 'rex',
+          effective: { id: 'sales_rep', name: 'sales_rep', domain: 'pg:company' },
+        },
+      });
+    }
     log.append(stop());
     log.close();
     const html = join(dir, 'report.html');
@@ -441,6 +452,7 @@ describe('calls per upstream account (ADR 0026)', () => {
       ['alice (slack.com)', '1'],
       ['alice@acme.example (acme.atlassian.net)', '1'],
       ['bob (github.com)', '1'],
+      ['sales_rep (pg:company)', '2'],
     ]);
     const findings = await page.$$eval('[data-finding]', (items) =>
       items.map((i) => i.getAttribute('data-finding')),

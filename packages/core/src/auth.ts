@@ -100,8 +100,29 @@ function principalOf(payload: JWTPayload, token: string): AuthOutcome {
       credentialId:
         typeof payload.jti === 'string' ? payload.jti : `sha256:${sha256Hex(token).slice(0, 16)}`,
       claims: stringClaims(payload),
+      claimLists: listClaims(payload),
     },
   };
+}
+
+/**
+ * A verified token's claims that are lists of strings (`groups`, `roles`): at most 16 lists of
+ * at most 256 entries, each entry as a string claim's value. A list holding anything else is
+ * left out whole.
+ */
+function listClaims(payload: JWTPayload): Readonly<Record<string, readonly string[]>> {
+  const lists: Array<[string, readonly string[]]> = [];
+  for (const [name, value] of Object.entries(payload).slice(0, 256)) {
+    if (lists.length === 16) break;
+    if (
+      Array.isArray(value) &&
+      CLAIM_NAME.test(name) &&
+      value.length <= 256 &&
+      value.every((v) => typeof v === 'string' && /^[^\p{C}]{0,1024}$/u.test(v))
+    )
+      lists.push([name, Object.freeze([...(value as string[])])]);
+  }
+  return Object.freeze(Object.fromEntries(lists));
 }
 
 /**

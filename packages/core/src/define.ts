@@ -113,6 +113,19 @@ export interface RequestContext extends CallBounds {
    * thrown) and becomes the call's target in the audit record.
    */
   actsOn(target: string): void;
+  /**
+   * Names who the call acts as upstream when that is not an upstream credential's account — a
+   * database role chosen for the caller (servers/postgres, ADR 0027). It becomes the audit
+   * record's `user.effective`.
+   */
+  actsAs(effective: EffectiveUser): void;
+}
+
+/** Who a call acted as upstream (ECS `user.effective`): an id, a name, the system's domain. */
+export interface EffectiveUser {
+  readonly id: string;
+  readonly name: string;
+  readonly domain: string;
 }
 
 /** The context of a tool handler. */

@@ -37,6 +37,7 @@ export type {
   CallBounds,
   Completer,
   DryRunPreview,
+  EffectiveUser,
   PlainToolResult,
   PromptArgument,
   PromptDefinition,

@@ -17,6 +17,11 @@ export interface Principal {
    * `bound`); never taken from a request.
    */
   readonly claims?: Readonly<Record<string, string>>;
+  /**
+   * A token's claims that are lists of strings (`groups`, `roles`): what a role map may match a
+   * group on (servers/postgres, ADR 0027). Never taken from a request.
+   */
+  readonly claimLists?: Readonly<Record<string, readonly string[]>>;
 }
 
 /**

@@ -9,6 +9,7 @@ import { argsShape, callerText, redactArgs } from '../audit.js';
 import { UpstreamError } from '../errors.js';
 import type { Decision } from '../policy.js';
 import type { UpstreamCredential } from '../identity/mode.js';
+import type { EffectiveUser } from '../define.js';
 import type { Principal } from '../principal.js';
 import type { SanitizeFlag } from '../sanitize.js';
 import type { PreparedTool } from './prepare.js';
@@ -31,6 +32,8 @@ export interface RecordSubject {
   readonly credential?: UpstreamCredential | undefined;
   /** The target the handler resolved (`actsOn`); it names the call's target over a declared one. */
   readonly target?: string | undefined;
+  /** Who the handler said the call acted as (`actsAs`), when no upstream credential says it. */
+  readonly effective?: EffectiveUser | undefined;
 }
 
 /** Who asked and over what. */
@@ -237,7 +240,15 @@ export function buildAuditRecord(
               name: callerText(credential.grant.account.login, 256),
             },
           }
-        : {}),
+        : subject.effective === undefined
+          ? {}
+          : {
+              effective: {
+                domain: callerText(subject.effective.domain, 256),
+                id: callerText(subject.effective.id, 256),
+                name: callerText(subject.effective.name, 256),
+              },
+            }),
       id: callerText(principal.id, 256),
     },
     ...(caller.userAgent ? { user_agent: { original: callerText(caller.userAgent, 512) } } : {}),

@@ -11,7 +11,7 @@ import {
   createRequestStateCodec,
 } from '@modelcontextprotocol/server';
 import type { Server, ServerContext } from '@modelcontextprotocol/server';
-import type { RequestContext, ToolDefinition } from '../define.js';
+import type { EffectiveUser, RequestContext, ToolDefinition } from '../define.js';
 import type { Logger } from '../logger.js';
 import { credentialFor } from '../identity/mode.js';
 import type { UpstreamCredential } from '../identity/mode.js';
@@ -136,6 +136,9 @@ export class Connection {
         attempt.target = target;
         this.checkTarget(target);
       },
+      actsAs: (effective) => {
+        attempt.effective = effective;
+      },
     };
   }
 
@@ -170,6 +173,8 @@ export class Attempt implements RecordSubject {
   credential: UpstreamCredential | undefined;
   /** What the handler resolved the call to act on (`actsOn`): the record's target. */
   target: string | undefined;
+  /** Who the handler said the call acted as (`actsAs`), when no upstream credential says it. */
+  effective: EffectiveUser | undefined;
   /** The caller's values of the tool's bound parameters, once resolved (hashed in the record). */
   bound: Readonly<Record<string, string>> | undefined;
   /** The request span and its stage spans (no-ops unless tracing is on). */
