@@ -13,7 +13,7 @@ import { loadConfig } from '@gatehouse/core';
 import { createLogger } from '@gatehouse/core/runtime';
 import { PostgresConfigSchema, createPostgresServer } from '@gatehouse/server-postgres';
 import { connectStdio } from '@gatehouse/testkit';
-import { startPostgres } from '@gatehouse/testkit/postgres';
+import { freshDatabase, startPostgres } from '@gatehouse/testkit/postgres';
 import pg from 'pg';
 import { seedCompany } from '../servers/postgres/demo/seed.mjs';
 import { BENCH_ENV, binFlags, median, p99, referenceBin } from './servers.mjs';
@@ -134,6 +134,64 @@ for (let i = 0; i < CALLS + 20; i++) {
 }
 await curatedConnection.close();
 
+progress('a mapped role vs the login role…');
+// 2c. A call as the role the role map gives its caller (ADR 0027: SET LOCAL ROLE and the gatehouse
+//     settings in the same round trip) against the same call as the login role, warm over stdio,
+//     interleaved. The mapped role's on a second copy of the company set up with
+//     demo/role-per-caller.sql (its row-level security on customers would hide them from
+//     gatehouse_ro); the query reads products, the same rows in both (company.sql is seeded).
+const rolesDb = await freshDatabase(cluster.adminUrl, `bench_roles_${process.pid}`);
+const tag = `bench_${process.pid}`;
+const loginPassword = `pw${process.pid}`;
+const owner = new pg.Client({ connectionString: rolesDb.url });
+await owner.connect();
+await owner.query(
+  readFileSync(new URL('../servers/postgres/demo/company.sql', import.meta.url), 'utf8'),
+);
+await owner.query(
+  readFileSync(new URL('../servers/postgres/demo/role-per-caller.sql', import.meta.url), 'utf8')
+    .replaceAll('gatehouse_login', `${tag}_login`)
+    .replace(/\banalyst\b/g, `${tag}_analyst`)
+    .replace(/\bsales_rep\b/g, `${tag}_rep`)
+    .replace("'change-me'", `'${loginPassword}'`)
+    .replaceAll('"company"', `"${rolesDb.name}"`),
+);
+await owner.end();
+const loginUrl = new URL(rolesDb.url);
+loginUrl.username = `${tag}_login`;
+loginUrl.password = loginPassword;
+const ROLE_SQL = 'SELECT id, name, price FROM products WHERE id = 7';
+const roleConnections = {
+  mapped: await servers.gatehouse.connect({
+    ...oursEnv,
+    POSTGRES_URL: loginUrl.toString(),
+    POSTGRES_ROLE: `${tag}_analyst`,
+  }),
+  unmapped: await servers.gatehouse.connect(oursEnv),
+};
+const roles = { mapped: [], unmapped: [] };
+for (let i = 0; i < CALLS + 20; i++) {
+  for (const which of i % 2 === 0 ? ['mapped', 'unmapped'] : ['unmapped', 'mapped']) {
+    const start = now();
+    const result = await roleConnections[which].client.callTool({
+      name: 'postgres_query',
+      arguments: { sql: ROLE_SQL },
+    });
+    check(result, which);
+    if (rowsBack(result) !== 1)
+      throw new Error(`${which}: expected 1 row, got ${rowsBack(result)}`);
+    if (i >= 20) roles[which].push(now() - start);
+  }
+}
+for (const connection of Object.values(roleConnections)) await connection.close();
+await rolesDb.drop();
+{
+  const admin = new pg.Client({ connectionString: cluster.adminUrl });
+  await admin.connect();
+  for (const role of ['login', 'analyst', 'rep']) await admin.query(`DROP ROLE ${tag}_${role}`);
+  await admin.end();
+}
+
 progress('query path vs raw pg…');
 // 3. Our query path (parse, policy, read-only transaction, cursor, caps) against raw pg, in
 //    process, on the same pool size and role: the overhead of the guarantees themselves.
@@ -154,7 +212,7 @@ for (const [label, sql] of Object.entries(QUERIES)) {
   for (let i = 0; i < CALLS + 20; i++) {
     let start = now();
     await service.query(
-      { signal: new AbortController().signal, deadline: Date.now() + 30_000 },
+      { signal: new AbortController().signal, deadline: Date.now() + 30_000, principal: null },
       sql,
       [],
       1000,
@@ -235,6 +293,7 @@ const lines = [
   ),
   '',
   `curated query vs postgres_query with the same SQL and value (${CALLS} each, interleaved): curated median ${ms(median(curated.curated))} | free median ${ms(median(curated.free))} | ratio ${(median(curated.curated) / median(curated.free)).toFixed(2)}`,
+  `a mapped role (POSTGRES_ROLE) vs the login role, same query (${CALLS} each, interleaved): mapped median ${ms(median(roles.mapped))} | unmapped median ${ms(median(roles.unmapped))} | ratio ${(median(roles.mapped) / median(roles.unmapped)).toFixed(2)}`,
   '',
   `query path in process vs raw pg.query (${CALLS} each, interleaved):`,
   ...Object.entries(path).map(
@@ -252,5 +311,5 @@ console.log(lines.join('\n'));
 mkdirSync(new URL('./results/', import.meta.url), { recursive: true });
 writeFileSync(
   new URL('./results/postgres.json', import.meta.url),
-  JSON.stringify({ cold, latency, curated, path, memory }, null, 1),
+  JSON.stringify({ cold, latency, curated, roles, path, memory }, null, 1),
 );

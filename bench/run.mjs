@@ -110,6 +110,12 @@ timed(
   '≤ 1.05×',
 );
 timed(
+  'Postgres call as a mapped role (SET LOCAL ROLE and the gatehouse settings, ADR 0027) vs as the login role, same query, warm over stdio',
+  pg.roles.mapped,
+  pg.roles.unmapped,
+  '≤ 1.1×',
+);
+timed(
   'cold start to the first answer over stdio vs server-postgres 0.6.2',
   pg.cold.gatehouse,
   pg.cold.reference,

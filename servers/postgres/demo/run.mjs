@@ -14,7 +14,8 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { main as auditCli } from '@gatehouse/audit';
 import { connectHttp, spawnServer } from '@gatehouse/testkit';
-import { startPostgres } from '@gatehouse/testkit/postgres';
+import { freshDatabase, startPostgres } from '@gatehouse/testkit/postgres';
+import pg from 'pg';
 import { seedCompany } from './seed.mjs';
 
 const here = (path) => fileURLToPath(new URL(path, import.meta.url));
@@ -188,7 +189,114 @@ try {
     'caps',
   );
 
-  section('4. The audit trail');
+  section('4. A role per caller: two people ask the same question');
+  // A second copy of the company whose DBA ran demo/role-per-caller.sql: the server logs in as
+  // gatehouse_login and each call runs as the role the role map gives its caller (ADR 0027).
+  const rolesDb = await freshDatabase(cluster.adminUrl, 'company_roles', { name: 'company_roles' });
+  const loginPassword = randomBytes(12).toString('hex');
+  const owner = new pg.Client({ connectionString: rolesDb.url });
+  await owner.connect();
+  try {
+    await owner.query(readFileSync(here('company.sql'), 'utf8'));
+    await owner.query(
+      readFileSync(here('role-per-caller.sql'), 'utf8')
+        .replace("'change-me'", `'${loginPassword}'`)
+        .replaceAll('"company"', '"company_roles"'),
+    );
+  } finally {
+    await owner.end();
+  }
+  const loginUrl = new URL(rolesDb.url);
+  loginUrl.username = 'gatehouse_login';
+  loginUrl.password = loginPassword;
+  const people = {
+    ana: {
+      principal: 'ana@company.example',
+      key: `gatehouse_${randomBytes(24).toString('base64url')}`,
+    },
+    rex: {
+      principal: 'rex@company.example',
+      key: `gatehouse_${randomBytes(24).toString('base64url')}`,
+    },
+    guest: {
+      principal: 'guest@partner.example',
+      key: `gatehouse_${randomBytes(24).toString('base64url')}`,
+    },
+  };
+  const peopleKeys = join(work, 'people-keys.json');
+  writeFileSync(
+    peopleKeys,
+    JSON.stringify(
+      Object.entries(people).map(([id, p]) => ({
+        id,
+        sha256: createHash('sha256').update(p.key).digest('hex'),
+        principal: p.principal,
+        scopes: ['*'],
+        ...(id === 'rex' ? { claims: { team: 'sales' } } : {}),
+      })),
+    ),
+    { mode: 0o600 },
+  );
+  const roleMap = join(work, 'role-map.yaml');
+  writeFileSync(
+    roleMap,
+    [
+      'rules:',
+      '  - principal: ana@company.example',
+      '    role: analyst',
+      '  - claim: { name: team, value: sales }',
+      '    role: sales_rep',
+      '',
+    ].join('\n'),
+  );
+  const rolesServer = await spawnServer(process.execPath, ['--liftoff-only', BIN], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      POSTGRES_URL: loginUrl.toString(),
+      POSTGRES_ROLE_MAP_FILE: roleMap,
+      POSTGRES_MASK_COLUMNS: '*.email',
+      GATEHOUSE_TRANSPORT: 'http',
+      GATEHOUSE_PORT: '0',
+      GATEHOUSE_AUTH: 'api_key',
+      GATEHOUSE_API_KEYS_FILE: peopleKeys,
+    },
+  });
+  cleanup.push(() => rolesServer.stop());
+  console.log(
+    `   A second server on ${rolesServer.url.href}, logged in as gatehouse_login (NOINHERIT), with\n   a role map: ana@company.example → analyst, a key with the claim team=sales → sales_rep.\n   customers has row-level security: a sales rep reads the countries sales_regions gives\n   the caller in gatehouse.principal (rex@company.example: SE and NL).`,
+  );
+  const asPerson = async (who, sql, note) => {
+    const { client: personal, close: done } = await connectHttp(rolesServer.url, {
+      name: 'gatehouse-demo',
+      headers: { authorization: `Bearer ${people[who].key}` },
+    });
+    try {
+      console.log(
+        `\n→ ${bold(people[who].principal)} ${dim(sql)}${note ? `  ${dim(`— ${note}`)}` : ''}`,
+      );
+      const result = await personal.callTool({ name: 'postgres_query', arguments: { sql } });
+      const text = result.content.map((c) => c.text ?? '').join('\n');
+      console.log(indent(result.isError ? `✗ ${text}` : text));
+    } finally {
+      await done();
+    }
+  };
+  const question =
+    'SELECT country, count(*) AS customers FROM customers GROUP BY country ORDER BY country';
+  await asPerson('ana', question, 'as analyst');
+  await asPerson('rex', question, 'the same question, as sales_rep: row-level security');
+  await asPerson('rex', 'SELECT count(*) FROM employees', 'a table sales_rep may not read');
+  await asPerson('guest', question, 'no role is mapped to this caller');
+  await new Promise((r) => setTimeout(r, 200));
+  const ran = rolesServer
+    .auditRecords()
+    .filter((r) => r.mcp?.name === 'postgres_query')
+    .map((r) => `${r.user?.id} → ${r.user?.effective?.name ?? '(refused)'}`);
+  console.log(
+    `\n   The audit records name each call's role (user.effective):\n${indent(ran.join('\n'))}`,
+  );
+
+  section('5. The audit trail');
   await new Promise((r) => setTimeout(r, 200));
   await auditCli(['query', '--format', 'table', auditFile]);
   console.log();
@@ -203,7 +311,7 @@ try {
     verified === 0 ? '   ✓ chain intact, signatures verified' : '   ✗ verification failed',
   );
 
-  section('5. Connect your own client');
+  section('6. Connect your own client');
   // The entry npm run client-config writes: this node, the bin's own flags, the secret in a file.
   const urlFile = join(work, 'postgres-url');
   writeFileSync(urlFile, `${roUrl}\n`, { mode: 0o600 });

@@ -134,6 +134,20 @@ export const PostgresConfigSchema = defineConfig(
       .describe(
         'Offer free SQL (postgres_query, postgres_explain and the prompts that write SQL). false: the curated queries and the schema tools and resources are all the model gets.',
       ),
+    POSTGRES_ROLE_MAP_FILE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        'A YAML file mapping each verified caller to the PostgreSQL role its calls run as (role-map.schema.json; the README, "A role per caller"). Read at start.',
+      ),
+    POSTGRES_ROLE: z
+      .string()
+      .min(1)
+      .optional()
+      .describe(
+        "One PostgreSQL role every call runs as (SET LOCAL ROLE), such as the local user's own over stdio; instead of POSTGRES_ROLE_MAP_FILE.",
+      ),
     POSTGRES_CATALOG_TTL_MS: envInt(0, 3_600_000)
       .default(60_000)
       .describe(

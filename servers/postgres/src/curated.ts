@@ -15,6 +15,7 @@ import * as z from 'zod';
 import type { PostgresConfig } from './config.js';
 import type { SqlService } from './sql/service.js';
 import type { SqlAnalysis } from './sql/guard.js';
+import { serverCall } from './sql/database.js';
 
 /** A tool's name: lower case, as the listing and the audit record show it. */
 const TOOL_NAME = /^[a-z][a-z0-9_]{2,63}$/;
@@ -497,14 +498,11 @@ export async function checkCuratedCatalog(
   const problems: string[] = [];
   for (const { at, analysis } of checked) {
     try {
-      await sql.db.transaction(
-        { signal: AbortSignal.timeout(10_000), deadline: Date.now() + 10_000 },
-        async (client) => {
-          await sql.verdict(analysis, client);
-          await client.query(`PREPARE gatehouse_curated AS ${analysis.statement}`);
-          await client.query('DEALLOCATE gatehouse_curated');
-        },
-      );
+      await sql.db.transaction(serverCall(10_000), async (client, role) => {
+        await sql.verdict(analysis, client, role);
+        await client.query(`PREPARE gatehouse_curated AS ${analysis.statement}`);
+        await client.query('DEALLOCATE gatehouse_curated');
+      });
     } catch (error) {
       if (error instanceof UpstreamError || !(error instanceof ToolError)) throw error;
       problems.push(`${at.replace(/^POSTGRES_QUERIES_FILE: /, '')}: ${error.message}`);

@@ -6,6 +6,9 @@ import { TargetScope } from '@gatehouse/core/saas';
 import { loadModule } from 'libpg-query';
 import { PostgresDatabase, databaseName } from './sql/database.js';
 import { PrivilegedRoleError } from './sql/role-check.js';
+import { MappedRoleError } from './sql/mapped-roles.js';
+import { RoleMapFileSchema, loadRoleMap } from './role-map.js';
+import type { RoleMap } from './role-map.js';
 import { PostgresConfigSchema } from './config.js';
 import type { PostgresConfig } from './config.js';
 import type { PostgresDeps } from './deps.js';
@@ -74,7 +77,9 @@ export function createPostgresServer(
   }
   const database = databaseName(config.POSTGRES_URL);
   const schemas = effectiveSchemas(config, database, deps.logger);
-  const db = new PostgresDatabase(config, deps.logger, schemas);
+  // Read once, here, like the curated queries: a changed map takes effect on restart.
+  const roleMap = loadRoleMap(config);
+  const db = new PostgresDatabase(config, deps.logger, schemas, { roleMap });
   const freeSql = config.POSTGRES_FREE_SQL;
   // Read once, here: a changed file takes effect on restart (its hash is in the start record).
   const curated =
@@ -145,6 +150,8 @@ export function createPostgresServer(
         const [report] = await Promise.all([db.verify(), loadModule()]).catch((error: unknown) => {
           if (error instanceof PrivilegedRoleError)
             throw new CredentialError('POSTGRES_URL', error.message);
+          if (error instanceof MappedRoleError)
+            throw new CredentialError(roleMap!.source.split(':')[0]!, error.message);
           // A wrong password or database is the operator's to fix: refused like bad config.
           if (error instanceof ToolError && error.code === 'login_refused')
             throw new CredentialError('POSTGRES_URL', error.message, { cause: error });
@@ -160,7 +167,7 @@ export function createPostgresServer(
         if (masking.readable.length > 0) {
           deps.logger.info(
             { readable: masking.readable.slice(0, 20), readable_total: masking.readable.length },
-            `${masking.readable.length} of ${masking.columns} masked columns can be read by the role in the database: this server masks them in every answer; revoking them (column privileges) makes PostgreSQL refuse them too (servers/postgres/README.md, "Masking and column privileges")`,
+            `${masking.readable.length} of ${masking.columns} masked columns can be read by ${roleMap === undefined ? 'the role' : 'a mapped role'} in the database: this server masks them in every answer; revoking them (column privileges) makes PostgreSQL refuse them too (servers/postgres/README.md, "Masking and column privileges")`,
           );
         }
         // Then what the catalog says of them (resolution, schemas, masking), and PostgreSQL's own
@@ -168,15 +175,19 @@ export function createPostgresServer(
         await checkCuratedCatalog(shared.sql, checked);
         return {
           message:
-            report.findings.length === 0
+            (report.findings.length === 0
               ? 'the PostgreSQL role is read-only'
-              : 'the PostgreSQL role can write (allowed by POSTGRES_ALLOW_PRIVILEGED_ROLE)',
+              : 'the PostgreSQL role can write (allowed by POSTGRES_ALLOW_PRIVILEGED_ROLE)') +
+            (roleMap === undefined
+              ? ''
+              : `; each call runs as its caller's mapped role (${namesInWords(roleMap.roles)})`),
           details: {
             role: report.role,
             database: report.database,
             schemas: db.schemas,
             masked_columns: masking.columns,
             masked_columns_readable_by_role: masking.readable.length,
+            ...roleMapDetails(roleMap, db),
             ...(curated === undefined
               ? {}
               : { curated_queries: shared.curated.length, queries_file_sha256: curated.sha256 }),
@@ -198,6 +209,20 @@ export function createPostgresServer(
   return Object.assign(definition, { db, sql: shared.sql });
 }
 
+/** What the start record says of the role map (ADR 0027): where from, its hash, roles, claims. */
+function roleMapDetails(roleMap: RoleMap | undefined, db: PostgresDatabase) {
+  if (roleMap === undefined) return {};
+  return {
+    role_map: {
+      source: roleMap.source.split(':')[0],
+      sha256: roleMap.sha256,
+      roles: roleMap.roles,
+      claims: roleMap.claims,
+      reported: db.mappedRoles?.warnings.length ?? 0,
+    },
+  };
+}
+
 /** For generated docs: a representative configuration (nothing connects). */
 export const docs: ServerDocs = {
   id: 'postgres',
@@ -205,6 +230,17 @@ export const docs: ServerDocs = {
   exampleEnv: { POSTGRES_URL: 'postgres://gatehouse_ro@db.internal:5432/company' },
   create: createPostgresServer,
   files: () => ({
+    'role-map.schema.json': `${JSON.stringify(
+      {
+        $id: 'https://gatehouse.example/schemas/postgres-role-map.json',
+        title: 'Gatehouse Postgres role map (POSTGRES_ROLE_MAP_FILE)',
+        description:
+          'A YAML (or JSON) file mapping each verified caller to the PostgreSQL role its calls run as. See servers/postgres/README.md, "A role per caller".',
+        ...z.toJSONSchema(RoleMapFileSchema, { io: 'input' }),
+      },
+      null,
+      2,
+    )}\n`,
     'queries.schema.json': `${JSON.stringify(
       {
         $id: 'https://gatehouse.example/schemas/postgres-queries.json',
@@ -219,6 +255,7 @@ export const docs: ServerDocs = {
   }),
   regions: () => ({
     'postgres-role-sql': `\`\`\`sql\n${readFileSync(new URL('../demo/readonly-role.sql', import.meta.url), 'utf8').trimEnd()}\n\`\`\``,
+    'postgres-role-per-caller-sql': `\`\`\`sql\n${readFileSync(new URL('../demo/role-per-caller.sql', import.meta.url), 'utf8').trimEnd()}\n\`\`\``,
   }),
 };
 

@@ -71,6 +71,13 @@ describe('npm run demo', () => {
         '✗ Refused by the read-only SQL policy (rule function_denied)',
         '✗ Refused by the read-only SQL policy (rule schema_not_allowed)',
         'TRUNCATED at the 3-row cap',
+        // The role per caller: the same question, two roles, different rows; no role, refused.
+        'logged in as gatehouse_login (NOINHERIT)',
+        '✗ PostgreSQL denied access: permission denied for table employees.',
+        '✗ No database role is mapped to you (principal "guest@partner.example")',
+        'ana@company.example → analyst',
+        'rex@company.example → sales_rep',
+        'guest@partner.example → (refused)',
         '✓ chain intact, signatures verified',
         'claude_desktop_config.json',
         'npx @modelcontextprotocol/inspector',
@@ -78,6 +85,12 @@ describe('npm run demo', () => {
       ]) {
         expect(output()).toContain(expected);
       }
+      const rows = (who: string) =>
+        new RegExp(`→ ${who.replace('.', '\\.')} SELECT country[^\\n]*\\n {3}(\\d+) rows`).exec(
+          output(),
+        )?.[1];
+      expect(rows('ana@company.example')).toBe('8');
+      expect(rows('rex@company.example')).toBe('2');
       // Every call is the caller the API key names, never "anonymous".
       expect(output()).toMatch(
         /failure denied +demo-analyst +tools\/call +postgres_query → pg:company\/public/,

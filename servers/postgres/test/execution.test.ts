@@ -4,7 +4,7 @@ import pg from 'pg';
 import { eventually, startTcpProxy } from '@gatehouse/testkit';
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { PostgresDatabase, translateError } from '../src/sql/database.ts';
-import type { CallBounds, StatementPlan } from '../src/sql/database.ts';
+import type { DbCall, StatementPlan } from '../src/sql/database.ts';
 import { PostgresConfigSchema } from '../src/config.ts';
 import { CappedRows } from '../src/sql/execute.ts';
 import { relationKey } from '../src/sql/resolve.ts';
@@ -30,12 +30,12 @@ function database(env: Record<string, string> = {}): PostgresDatabase {
   return new PostgresDatabase(config, logger, config.POSTGRES_SCHEMAS);
 }
 
-function bounds(ms = 10_000) {
-  return { signal: AbortSignal.timeout(ms), deadline: Date.now() + ms };
+function bounds(ms = 10_000): DbCall {
+  return { signal: AbortSignal.timeout(ms), deadline: Date.now() + ms, principal: null };
 }
 
 /** Runs a planned statement straight through layer 3 (no parser, no policy). */
-async function runPlanned(target: PostgresDatabase, b: CallBounds, plan: StatementPlan) {
+async function runPlanned(target: PostgresDatabase, b: DbCall, plan: StatementPlan) {
   const checkout = await target.checkout(b);
   try {
     return await checkout.run(plan);
@@ -125,7 +125,7 @@ describe('the catalog cache', () => {
     try {
       for (let i = 0; i < 12; i++) {
         await small.transaction(bounds(), (client) =>
-          small.catalog(client).reached({
+          small.catalog(client, undefined).reached({
             functions: [relationKey('public', `made_up_${i}`)],
             columnFunctions: [],
             operators: [],
@@ -285,6 +285,7 @@ describe('timeouts and cancellation reach the backend', () => {
     const running = raw('SELECT pg_sleep(30), 1 AS abort_probe', db, {
       signal: controller.signal,
       deadline: Date.now() + 60_000,
+      principal: null,
     });
     expect(await until(async () => (await activeQueries('abort_probe')) === 1)).toBe(true);
     controller.abort(new Error('client cancelled'));
@@ -458,7 +459,8 @@ describe('one round trip', () => {
     });
     const proxied = new PostgresDatabase(config, logger, config.POSTGRES_SCHEMAS);
     const service = new SqlService(proxied, config);
-    // Statements bound in the round trip: BEGIN, settings, the statement, ROLLBACK (+ the check).
+    // Statements bound in the round trip: BEGIN, settings, the statement, ROLLBACK (+ the identity
+    // check before ROLLBACK and the session check after it).
     const binds = async (sql: string) => {
       await service.query(bounds(), sql, [], 10); // the catalog lookup, cached from here on
       proxy.reset();
@@ -469,19 +471,19 @@ describe('one round trip', () => {
     try {
       expect(await binds('SELECT upper(name), length(name) FROM customers WHERE id = 1')).toBe(4);
       expect(await binds('SELECT count(*) FROM orders')).toBe(4);
-      expect(await binds('SELECT twice(id) FROM customers WHERE id = 1')).toBe(5); // owner code
-      expect(await binds('SELECT random() AS r')).toBe(5); // volatile, even if harmless
-      expect(await binds('SELECT name FROM customer_names LIMIT 1')).toBe(5); // a view
+      expect(await binds('SELECT twice(id) FROM customers WHERE id = 1')).toBe(6); // owner code
+      expect(await binds('SELECT random() AS r')).toBe(6); // volatile, even if harmless
+      expect(await binds('SELECT name FROM customer_names LIMIT 1')).toBe(6); // a view
       // …also where a CTE of its name elsewhere in the statement hides it from name matching.
       expect(
         await binds(
           'SELECT name FROM customer_names WHERE EXISTS (WITH customer_names AS (SELECT 1) SELECT 1) LIMIT 1',
         ),
-      ).toBe(5);
+      ).toBe(6);
       // …and owner code called in column notation (`c.label` is label(c)).
-      expect(await binds('SELECT c.label FROM customers c WHERE c.id = 1')).toBe(5);
+      expect(await binds('SELECT c.label FROM customers c WHERE c.id = 1')).toBe(6);
       // …and a function whose quoted name has a dot in it.
-      expect(await binds('SELECT "dotted.name"(1) AS x')).toBe(5);
+      expect(await binds('SELECT "dotted.name"(1) AS x')).toBe(6);
     } finally {
       await proxied.close();
       await proxy.close();

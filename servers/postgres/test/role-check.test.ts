@@ -391,7 +391,7 @@ describe('starting the server', () => {
     const { db } = definition;
     try {
       const settings = await db.transaction(
-        { signal: new AbortController().signal, deadline: Date.now() + 5_000 },
+        { signal: new AbortController().signal, deadline: Date.now() + 5_000, principal: null },
         async (client) =>
           (
             await client.query<{ d: string; t: string }>(

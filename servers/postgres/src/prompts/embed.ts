@@ -9,6 +9,7 @@ import type { TableDescription } from '../sql/introspect.js';
 export async function describeNamed(
   sql: SqlService,
   client: PoolClient,
+  role: string | undefined,
   names: ReadonlyArray<{ schema?: string; name: string }>,
 ): Promise<TableDescription[]> {
   const { db } = sql;
@@ -23,7 +24,7 @@ export async function describeNamed(
       await describeTable(
         client,
         found.oid,
-        await sql.maskedColumnsOf(client, found.schema, n.name),
+        await sql.maskedColumnsOf(client, role, found.schema, n.name),
       ),
     );
   }

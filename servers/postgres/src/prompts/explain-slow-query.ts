@@ -25,8 +25,8 @@ export function explainSlowQueryPrompt(deps: PostgresDeps) {
         if (!(error instanceof ToolError)) throw error;
         plan = `(no plan: ${error.message})`;
       }
-      const described = await db.transaction(ctx, (client) =>
-        describeNamed(deps.sql, client, relations.slice(0, 8)),
+      const described = await db.transaction(ctx, (client, role) =>
+        describeNamed(deps.sql, client, role, relations.slice(0, 8)),
       );
       const messages: PromptMessage[] = [
         {

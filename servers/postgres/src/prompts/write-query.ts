@@ -31,7 +31,7 @@ export function writeQueryPrompt(deps: PostgresDeps) {
       },
     },
     handler: async ({ question, tables }, ctx) => {
-      const described = await db.transaction(ctx, async (client) => {
+      const described = await db.transaction(ctx, async (client, role) => {
         let names: Array<{ schema?: string; name: string }>;
         if (tables !== undefined && tables.trim() !== '') {
           names = tables
@@ -56,7 +56,7 @@ export function writeQueryPrompt(deps: PostgresDeps) {
             all.length <= MAX_TABLES ? all : scored.filter((s) => s.score > 0).map((s) => s.t);
           names = picked.slice(0, MAX_TABLES).map((t) => ({ schema: t.schema, name: t.name }));
         }
-        return describeNamed(deps.sql, client, names);
+        return describeNamed(deps.sql, client, role, names);
       });
       const messages: PromptMessage[] = [
         {

@@ -4,10 +4,6 @@ import { describeTable, listTables, resolveTable } from '../sql/introspect.js';
 
 const LIST_LIMIT = 1000;
 
-function bounds() {
-  return { signal: AbortSignal.timeout(5_000), deadline: Date.now() + 5_000 };
-}
-
 /** `postgres://{database}/{schema}/{table}/schema`: one table's description, listed and completable. */
 export function tableSchemaResource(deps: PostgresDeps) {
   const { db } = deps;
@@ -35,13 +31,14 @@ export function tableSchemaResource(deps: PostgresDeps) {
     complete: {
       database: (value) => (db.database.startsWith(value) ? [db.database] : []),
       schema: (value) => db.schemas.filter((s) => s.startsWith(value)),
-      table: async (value, { arguments: args }) => {
+      table: async (value, { arguments: args, principal, signal, deadline }) => {
         const schemas =
           args.schema !== undefined && db.schemas.includes(args.schema)
             ? [args.schema]
             : db.schemas;
         const pattern = `${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        const { tables } = await db.transaction(bounds(), (client) =>
+        // As the caller's role, within the completion's own deadline.
+        const { tables } = await db.transaction({ signal, deadline, principal }, (client) =>
           listTables(client, schemas, { pattern, limit: 100 }),
         );
         return [...new Set(tables.map((t) => t.name))];
@@ -53,14 +50,14 @@ export function tableSchemaResource(deps: PostgresDeps) {
       const schema = decodeURIComponent(variables.schema ?? '');
       const table = decodeURIComponent(variables.table ?? '');
       if (database !== db.database || !db.schemas.includes(schema)) return undefined;
-      const description = await db.transaction(ctx, async (client) => {
+      const description = await db.transaction(ctx, async (client, role) => {
         const found = await resolveTable(client, db.schemas, table, schema);
         return found === undefined
           ? undefined
           : describeTable(
               client,
               found.oid,
-              await deps.sql.maskedColumnsOf(client, found.schema, table),
+              await deps.sql.maskedColumnsOf(client, role, found.schema, table),
             );
       });
       return description === undefined

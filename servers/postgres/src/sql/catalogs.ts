@@ -152,19 +152,36 @@ fns AS (
 )
 SELECT 'function' AS kind, n.nspname AS schema, p.proname AS name, p.oid::regprocedure::text AS signature,
        p.provolatile = 'v' AS volatile, p.prosecdef AS definer,
-       (SELECT fns.via FROM fns WHERE fns.oid = p.oid) AS via, NULL::text AS definition
+       (SELECT fns.via FROM fns WHERE fns.oid = p.oid) AS via, NULL::text AS definition,
+       -- What could make the call run as someone else (ADR 0027): built-ins cannot (set_config
+       -- is refused by name); a SET clause or a body that sets the role or a gatehouse setting,
+       -- dynamic SQL, or a body this server cannot read (a trusted PL) could.
+       CASE
+         WHEN p.pronamespace = 'pg_catalog'::regnamespace THEN NULL
+         WHEN EXISTS (SELECT 1 FROM unnest(p.proconfig) c(setting)
+                      WHERE c.setting ~* '^(role|session_authorization|gatehouse\\.[^=]*)=')
+           THEN 'its SET clause sets the role or a gatehouse setting'
+         WHEN l.lanname IN ('sql', 'plpgsql')
+              AND p.prosrc ~* '\\mset_config\\M|\\m(set|reset)\\s+(local\\s+|session\\s+)?(role\\M|session\\s+authorization\\M|all\\M|gatehouse\\.)'
+           THEN 'its body sets the role or a setting (set_config, SET ROLE, SET SESSION AUTHORIZATION, RESET)'
+         WHEN l.lanname = 'plpgsql' AND p.prosrc ~* '\\mexecute\\M'
+           THEN 'its body runs dynamic SQL (EXECUTE), which could set the role'
+         WHEN l.lanname NOT IN ('sql', 'plpgsql', 'c', 'internal')
+           THEN 'its body is in ' || l.lanname || ', which this server cannot read for a role switch'
+       END AS switches
 FROM pg_catalog.pg_proc p JOIN pg_catalog.pg_namespace n ON n.oid = p.pronamespace
+JOIN pg_catalog.pg_language l ON l.oid = p.prolang
 WHERE p.oid = ANY (ARRAY(SELECT oid FROM fns))
 UNION ALL
 -- The views read, with their definitions: what they call among the built-in functions is not in
 -- pg_depend (built-ins are pinned), so the policy parses the definitions.
 SELECT CASE c.relkind WHEN 'v' THEN 'view' ELSE 'foreign' END, n.nspname, c.relname, NULL, NULL, NULL,
-       'view', CASE c.relkind WHEN 'v' THEN pg_catalog.pg_get_viewdef(c.oid) END
+       'view', CASE c.relkind WHEN 'v' THEN pg_catalog.pg_get_viewdef(c.oid) END, NULL
 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
 WHERE c.relkind IN ('v', 'f') AND c.oid = ANY (ARRAY(SELECT oid FROM obj WHERE kind = 'r'))
 UNION ALL
 -- The named types whose input looks names up (see tclos).
-SELECT DISTINCT 'lookup type', n.nspname, t.typname, NULL::text, NULL::boolean, NULL::boolean, 'type', NULL::text
+SELECT DISTINCT 'lookup type', n.nspname, t.typname, NULL::text, NULL::boolean, NULL::boolean, 'type', NULL::text, NULL::text
 FROM tclos JOIN pg_catalog.pg_type t ON t.oid = tclos.root
 JOIN pg_catalog.pg_namespace n ON n.oid = t.typnamespace
 WHERE tclos.oid = ANY ('{regclass,regtype,regproc,regprocedure,regoper,regoperator,regnamespace,regrole,regconfig,regdictionary,regcollation}'::pg_catalog.regtype[]::oid[])`;
@@ -266,9 +283,9 @@ ORDER BY c.oid, a.attnum, m.source NULLS FIRST`;
 /**
  * The catalog lookups the SQL policy, name resolution and masking make, with their caches: what
  * each set of names reaches, relations by name, and the masked columns — each bounded and kept
- * for POSTGRES_CATALOG_TTL_MS (none when it is 0). Shared by every call of a server and keyed by
- * what is looked up: every call runs as the one configured role, so each sees the same catalog
- * (a role per caller would key them by role as well).
+ * for POSTGRES_CATALOG_TTL_MS (none when it is 0). Keyed by what is looked up and by the role the
+ * call runs as (ADR 0027): no role's lookup answers another role's call. The masked columns are
+ * the operator's rule resolved on the catalog, the same for every role.
  */
 export class Catalogs {
   private readonly maskPatterns: readonly MaskPattern[];
@@ -304,15 +321,17 @@ export class Catalogs {
    * Catalog lookups for the SQL policy and name resolution, cached (bounded, for
    * POSTGRES_CATALOG_TTL_MS). What one call has looked up stays put for that call.
    */
-  lookup(client: pg.ClientBase): Catalog {
+  lookup(client: pg.ClientBase, role: string | undefined): Catalog {
     const ttl = this.config.POSTGRES_CATALOG_TTL_MS;
+    // Every entry is the asking role's (ADR 0027): one role's lookups never answer another's.
+    const who = `${role ?? ''}\u0000`;
     const current = (at: number): boolean => Date.now() - at < ttl;
     const local = new Map<string, RelationInfo | null>();
     const relation = (key: string): RelationInfo | null | undefined => {
       // Keys are relationKey(schema, name).
       const known = local.get(key);
       if (known !== undefined) return known;
-      const cached = this.relationCache?.get(key);
+      const cached = this.relationCache?.get(who + key);
       if (cached === undefined) return undefined;
       const info = cached === NO_RELATION ? null : cached;
       local.set(key, info);
@@ -321,6 +340,7 @@ export class Catalogs {
     return {
       reached: async (objects) => {
         const key = JSON.stringify([
+          role ?? null,
           objects.functions,
           objects.columnFunctions,
           objects.operators,
@@ -414,7 +434,7 @@ export class Catalogs {
         }
         for (const [key, info] of infos) {
           local.set(key, info);
-          this.relationCache?.set(key, info ?? NO_RELATION);
+          this.relationCache?.set(who + key, info ?? NO_RELATION);
         }
       },
     };
@@ -427,6 +447,8 @@ export class Catalogs {
    */
   async maskingReport(
     pool: pg.Pool,
+    /** The mapped roles (ADR 0027): a column any of them may SELECT counts; none: the login. */
+    roles: readonly string[] = [],
   ): Promise<{ columns: number; readable: string[]; unmatched: string[] }> {
     if (this.maskPatterns.length === 0) return { columns: 0, readable: [], unmatched: [] };
     const client = await pool.connect();
@@ -437,8 +459,11 @@ export class Catalogs {
       const { columns } = set;
       const readable = await client.query<{ i: number }>(
         `SELECT t.i FROM unnest($1::oid[], $2::int2[]) WITH ORDINALITY t(oid, attnum, i)
-         WHERE pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')`,
-        [columns.map((c) => c.tableOid), columns.map((c) => c.attnum)],
+         WHERE CASE WHEN cardinality($3::text[]) = 0
+                    THEN pg_catalog.has_column_privilege(t.oid, t.attnum, 'SELECT')
+                    ELSE EXISTS (SELECT 1 FROM unnest($3::text[]) r
+                                 WHERE pg_catalog.has_column_privilege(r::name, t.oid, t.attnum, 'SELECT')) END`,
+        [columns.map((c) => c.tableOid), columns.map((c) => c.attnum), roles],
       );
       // A pattern that matches no column masks nothing: a typo leaves the column in the clear.
       const unmatched = this.config.POSTGRES_MASK_COLUMNS.filter(

@@ -1,5 +1,5 @@
 import { PolicyError, ToolError, UpstreamError, traceUpstream } from '@gatehouse/core';
-import type { Logger, ReadyResult } from '@gatehouse/core';
+import type { EffectiveUser, Logger, Principal, ReadyResult } from '@gatehouse/core';
 import pg from 'pg';
 import type { PoolClient } from 'pg';
 import type { PostgresConfig } from '../config.js';
@@ -7,15 +7,54 @@ import type { CappedRows, QueryOutput } from './execute.js';
 import { Catalogs } from './catalogs.js';
 import type { Catalog } from './catalogs.js';
 import { PrivilegedRoleError, RoleGate, checkRole } from './role-check.js';
+import { MappedRoleError } from './mapped-roles.js';
 import { frameLimit, guardFrames } from './frame-guard.js';
-import { ReadOnlyStatement, SESSION_CHECK } from './read-only-statement.js';
-import type { QueryParam } from './read-only-statement.js';
+import {
+  ParameterTypes,
+  ReadOnlyStatement,
+  SESSION_CHECK,
+  callStatements,
+} from './read-only-statement.js';
+import type { CallSession, CallStatements, QueryParam } from './read-only-statement.js';
+import { SERVER_IDENTITY } from '../role-map.js';
+import type { DbIdentity, RoleMap } from '../role-map.js';
+import { checkMappedRoles } from './mapped-roles.js';
+import type { MappedRolesReport } from './mapped-roles.js';
 import type { RoleReport } from './role-check.js';
 import type { CallBounds } from '@gatehouse/core';
 
 /** What a call passes down to every request (the core's; ADR 0018). */
 export type { CallBounds } from '@gatehouse/core';
 export type { Catalog, MaskedSet } from './catalogs.js';
+
+/**
+ * A call's bounds and who is asking: a handler's context passes as it is. `principal: null` is
+ * the server's own work (readiness, start checks), which runs as the login role.
+ */
+export interface DbCall extends CallBounds {
+  readonly principal: Principal | null;
+  /** Where the call notes the role it ran as (a handler's context: the audit record's). */
+  actsAs?(effective: EffectiveUser): void;
+}
+
+/** The server's own call within `ms` (readiness, start checks): the login role, no caller. */
+export function serverCall(ms: number): DbCall {
+  return { signal: AbortSignal.timeout(ms), deadline: Date.now() + ms, principal: null };
+}
+
+/**
+ * Refuses the rows of a statement that changed who it runs as: a function it calls switched the
+ * role or set a gatehouse setting (ADR 0027). Nothing of its answer is handed out.
+ */
+export class IdentityChangedError extends PolicyError {
+  constructor(changed: string) {
+    super(
+      'role_switch',
+      `The statement changed who it runs as inside its transaction (${changed}): something it calls switches role or sets the settings row-level security reads. Its answer was discarded.`,
+      { code: 'identity_changed' },
+    );
+  }
+}
 
 // Error codes of the network layer and of PostgreSQL (class 08, 53, 57P0x) that mean "the
 // database is not there right now", not "your query is wrong".
@@ -177,6 +216,16 @@ function spanAttributesOf(connectionUrl: string): Record<string, string | number
   };
 }
 
+/**
+ * A fixed statement with its $n replaced by quoted literals (`escapeLiteral`), for the simple
+ * protocol's multi-statement queries: the values are the call's settings, never SQL.
+ */
+function withLiterals(client: pg.ClientBase, text: string, values: readonly string[]): string {
+  return text.replace(/\$(\d+)/g, (_all, n: string) =>
+    client.escapeLiteral(values[Number(n) - 1]!),
+  );
+}
+
 /** One statement for {@link StatementCheckout.run}. */
 export interface StatementPlan {
   readonly sql: string;
@@ -194,6 +243,10 @@ export interface StatementPlan {
 export interface StatementCheckout {
   /** The connection, for the catalog lookups that decide the statement. */
   readonly client: PoolClient;
+  /** The role the statement runs as (undefined: the login role), which keys the caches. */
+  readonly role: string | undefined;
+  /** The types PostgreSQL infers for the parameters of `sql`, asked as the call's role. */
+  readonly parameterTypes: (sql: string) => Promise<readonly number[]>;
   /**
    * Runs the statement in its own read-only transaction, in one round trip (see
    * {@link ReadOnlyStatement}), collecting its rows into `plan.rows` under their caps, and
@@ -226,7 +279,12 @@ export class PostgresDatabase {
   /** The startup role check, as a gate every call passes (role-check.ts). */
   private readonly roleGate: RoleGate;
   private readonly typeNames: TypeNames = new Map();
-  private readonly beginPrefix: string;
+  /** Who each caller's calls run as (ADR 0027); undefined: every call as the login role. */
+  readonly roleMap: RoleMap | undefined;
+  /** The settings and identity-check statements of this database's calls. */
+  private readonly statements: CallStatements;
+  /** What the start found of the mapped roles (once verified). */
+  mappedRoles: MappedRolesReport | undefined;
   /** The allowed schemas as a set_config value, quoted where they need it. */
   private readonly searchPath: string;
   /** Span attributes of this database: system, host and port (never the credentials). */
@@ -236,11 +294,16 @@ export class PostgresDatabase {
     config: PostgresConfig,
     logger: Logger,
     schemas: readonly string[],
-    options: { catalogCacheEntries?: number } = {},
+    options: { catalogCacheEntries?: number; roleMap?: RoleMap | undefined } = {},
   ) {
     this.config = config;
     this.logger = logger;
     this.schemas = schemas;
+    this.roleMap = options.roleMap;
+    this.statements = callStatements({
+      role: this.roleMap !== undefined,
+      claims: this.roleMap?.claims ?? [],
+    });
     this.catalogs = new Catalogs(config, options);
     this.roleGate = new RoleGate(config.POSTGRES_ALLOW_PRIVILEGED_ROLE);
     this.database = databaseName(config.POSTGRES_URL);
@@ -282,7 +345,6 @@ export class PostgresDatabase {
         this.logger.debug({ err: error }, 'a PostgreSQL connection in use failed');
       });
     });
-    this.beginPrefix = `BEGIN READ ONLY; SET LOCAL search_path = ${path}; SET LOCAL lock_timeout = ${config.POSTGRES_LOCK_TIMEOUT_MS}`;
     this.spanAttributes = spanAttributesOf(config.POSTGRES_URL);
   }
 
@@ -305,13 +367,20 @@ export class PostgresDatabase {
       const report = await checkRole(client);
       for (const warning of report.warnings) this.logger.warn({ role: report.role }, warning);
       this.roleGate.judge(report);
+      if (this.roleMap !== undefined) {
+        const mapped = await checkMappedRoles(client, report.role, this.roleMap, this.schemas);
+        for (const warning of mapped.warnings) this.logger.warn({ role_map: true }, warning);
+        if (mapped.problems.length > 0) this.roleGate.refuse(new MappedRoleError(mapped));
+        this.mappedRoles = mapped;
+      }
       await this.loadTypeNames(client);
       await this.warnAboutSchemas(client);
       this.roleGate.pass(report);
       return report;
     } catch (error) {
-      failed = !(error instanceof PrivilegedRoleError);
-      throw error instanceof PrivilegedRoleError ? error : translateError(error);
+      const refusal = error instanceof PrivilegedRoleError || error instanceof MappedRoleError;
+      failed = !refusal;
+      throw refusal ? error : translateError(error);
     } finally {
       client.release(failed);
     }
@@ -361,8 +430,26 @@ export class PostgresDatabase {
   }
 
   /** The catalog lookups of one call, on its connection (catalogs.ts). */
-  catalog(client: pg.ClientBase): Catalog {
-    return this.catalogs.lookup(client);
+  catalog(client: pg.ClientBase, role: string | undefined): Catalog {
+    return this.catalogs.lookup(client, role);
+  }
+
+  /**
+   * Who `call` runs as: the role map's role for its principal (refused, rule `role_map`, when
+   * none is mapped), or the login role for the server's own calls and without a role map —
+   * always with `gatehouse.principal` set (ADR 0027).
+   */
+  identity(call: DbCall): DbIdentity {
+    if (call.principal === null) return SERVER_IDENTITY;
+    // A caller without a principal is a bug of the caller's: never the login role for it.
+    if (call.principal === undefined) throw new TypeError('a database call without a principal');
+    if (this.roleMap === undefined) {
+      return { role: undefined, principal: call.principal.id, claims: [] };
+    }
+    const identity = this.roleMap.identity(call.principal);
+    // The audit record names the role (user.effective), and the report counts calls by it.
+    call.actsAs?.({ id: identity.role!, name: identity.role!, domain: `pg:${this.database}` });
+    return identity;
   }
 
   /** Entries in the catalog cache now (bounded by the cache's size). */
@@ -370,9 +457,12 @@ export class PostgresDatabase {
     return this.catalogs.cachedSets;
   }
 
-  /** Which masked columns the role may SELECT, and which patterns match none (catalogs.ts). */
+  /**
+   * Which masked columns the role — or, with a role map, any mapped role — may SELECT, and which
+   * patterns match none (catalogs.ts).
+   */
   maskingReport(): Promise<{ columns: number; readable: string[]; unmatched: string[] }> {
-    return this.catalogs.maskingReport(this.pool);
+    return this.catalogs.maskingReport(this.pool, this.roleMap?.roles ?? []);
   }
 
   /**
@@ -383,7 +473,9 @@ export class PostgresDatabase {
    * error, a cancellation, a dropped result or a session left dirty. Aborting the call cancels
    * the backend query through another connection.
    */
-  async checkout(bounds: CallBounds): Promise<StatementCheckout> {
+  async checkout(bounds: DbCall): Promise<StatementCheckout> {
+    // Who the call runs as, first: a caller with no role is refused before any connection.
+    const identity = this.identity(bounds);
     await this.verified(bounds);
     const client = await this.connect(bounds);
     const abort = this.cancelOnAbort(client, bounds.signal);
@@ -401,10 +493,16 @@ export class PostgresDatabase {
     }
     return {
       client,
+      role: identity.role,
+      parameterTypes: (sql) => {
+        const described = new ParameterTypes(sql, this.session(bounds, identity));
+        client.query(described);
+        return described.done;
+      },
       run: async (plan) => {
         sent = true;
         const statement = new ReadOnlyStatement(
-          this.settings(bounds),
+          this.session(bounds, identity),
           plan.sql,
           plan.params,
           plan.rows,
@@ -420,7 +518,9 @@ export class PostgresDatabase {
             : this.leftBehind(outcome.dirty);
         abort.stop();
         // release(true) destroys the connection: whatever state it was left in dies with it.
-        release((spoiled ?? abort.reason()) !== undefined);
+        const changed = 'changed' in outcome && outcome.changed !== '';
+        release(changed || (spoiled ?? abort.reason()) !== undefined);
+        if (changed) throw new IdentityChangedError(outcome.changed);
         return plan.rows.output(await this.typeNamesOf(plan.rows.fields.map((f) => f.dataTypeID)));
       },
       abandon: (error) => {
@@ -479,15 +579,26 @@ export class PostgresDatabase {
     return new Error(`session left dirty: ${dirty}`);
   }
 
-  /** This call's transaction settings: search_path, lock, statement and idle timeouts. */
-  private settings(bounds: CallBounds): string[] {
+  /**
+   * This call's transaction settings (search_path, lock, statement and idle timeouts, who is
+   * asking) and what the identity check expects, as the fixed statements' values.
+   */
+  private session(bounds: CallBounds, identity: DbIdentity): CallSession {
     const timeout = this.statementTimeout(bounds);
-    return [
-      this.searchPath,
-      String(this.config.POSTGRES_LOCK_TIMEOUT_MS),
-      String(timeout),
-      String(timeout + 5_000),
-    ];
+    const role = identity.role ?? 'none';
+    return {
+      statements: this.statements,
+      settings: [
+        this.searchPath,
+        String(this.config.POSTGRES_LOCK_TIMEOUT_MS),
+        String(timeout),
+        String(timeout + 5_000),
+        identity.principal,
+        ...(this.roleMap === undefined ? [] : [role]),
+        ...identity.claims,
+      ],
+      identity: [role, identity.principal, ...identity.claims],
+    };
   }
 
   /** A pooled connection, or the call's abort reason. */
@@ -500,11 +611,15 @@ export class PostgresDatabase {
   }
 
   /**
-   * Runs `fn` inside `BEGIN READ ONLY` with this call's timeouts and the allowed search_path,
-   * then always rolls back (layer 3). The client is destroyed, never reused, after any error or
+   * Runs `fn` inside `BEGIN READ ONLY` with this call's timeouts and the allowed search_path, as
+   * the caller's role (`fn` gets it, for the caches it keys), then always rolls back (layer 3);
+   * a value is handed back only when the call's role and settings are still what was set. The client is destroyed, never reused, after any error or
    * cancellation. Aborting the call cancels the backend query through another connection.
    */
-  async transaction<T>(bounds: CallBounds, fn: (client: PoolClient) => Promise<T>): Promise<T> {
+  async transaction<T>(
+    bounds: DbCall,
+    fn: (client: PoolClient, role: string | undefined) => Promise<T>,
+  ): Promise<T> {
     // One CLIENT span per transaction when tracing is on: the database system and host, no SQL.
     return traceUpstream('postgresql transaction', this.spanAttributes, () =>
       this.runTransaction(bounds, fn),
@@ -512,61 +627,69 @@ export class PostgresDatabase {
   }
 
   private async runTransaction<T>(
-    bounds: CallBounds,
-    fn: (client: PoolClient) => Promise<T>,
+    bounds: DbCall,
+    fn: (client: PoolClient, role: string | undefined) => Promise<T>,
   ): Promise<T> {
+    const identity = this.identity(bounds);
     await this.verified(bounds);
-    const client = await this.begin(bounds);
+    const session = this.session(bounds, identity);
+    const client = await this.begin(bounds, session);
     const abort = this.cancelOnAbort(client, bounds.signal);
-    let spoiled: unknown;
+    let value: T;
     try {
       if (bounds.signal.aborted) throw bounds.signal.reason;
-      return await fn(client);
+      value = await fn(client, identity.role);
     } catch (error) {
+      abort.stop();
       // A refusal by the rules is no error of the connection's: it is rolled back and checked
       // like any other call's.
-      if (!(error instanceof PolicyError)) spoiled = error;
+      await this.end(client, session, error instanceof PolicyError ? abort.reason() : error);
       throw translateError(error, bounds.signal);
-    } finally {
-      abort.stop();
-      spoiled ??= abort.reason();
-      if (spoiled === undefined) {
-        try {
-          // Back to the pool only in a clean session state: what a function may have left
-          // behind past ROLLBACK (a session advisory lock, a prepared statement, …) is found in
-          // the same round trip, and the connection is destroyed instead.
-          spoiled = this.leftBehind(await this.rollbackAndCheck(client));
-        } catch (error) {
-          spoiled = error;
-        }
-      }
-      // release(true) destroys the connection: whatever state an error left it in dies with it.
-      client.release(spoiled !== undefined);
     }
+    abort.stop();
+    const changed = await this.end(client, session, abort.reason());
+    if (changed !== '') throw new IdentityChangedError(changed);
+    return value;
   }
 
   /**
-   * ROLLBACK, then — in the same round trip — what the session kept that a clean one does not:
-   * session advisory locks, prepared statements, open cursors, LISTEN channels, changed
-   * settings, temporary objects, another role. Returns what it found ('' when clean).
+   * Ends a transaction and releases its connection. Unless `spoiled` (then the connection is
+   * destroyed): in one round trip, what of the call's role and settings changed, ROLLBACK, and
+   * what the session kept that a clean one does not — session advisory locks, prepared
+   * statements, open cursors, LISTEN channels, changed settings, temporary objects, another
+   * role. Back to the pool only when clean. Returns what changed ('' when nothing did, or when
+   * the transaction failed anyway).
    */
-  private async rollbackAndCheck(client: PoolClient): Promise<string> {
-    const results = (await client.query(`ROLLBACK; ${SESSION_CHECK}`)) as unknown as Array<{
-      rows: Array<{ dirty: string }>;
-    }>;
-    return results[1]?.rows[0]?.dirty ?? 'the session check did not answer';
+  private async end(client: PoolClient, session: CallSession, spoiled: unknown): Promise<string> {
+    if (spoiled !== undefined) {
+      // release(true) destroys the connection: whatever state an error left it in dies with it.
+      client.release(true);
+      return '';
+    }
+    let changed = 'the identity check did not answer';
+    let dirty: string | undefined;
+    try {
+      const results = (await client.query(
+        `${withLiterals(client, session.statements.identity, session.identity)}; ROLLBACK; ${SESSION_CHECK}`,
+      )) as unknown as Array<{ rows: Array<{ changed?: string; dirty?: string }> }>;
+      changed = results[0]?.rows[0]?.changed ?? changed;
+      dirty = results[2]?.rows[0]?.dirty ?? 'the session check did not answer';
+    } catch (error) {
+      this.logger.debug({ err: error }, 'ending a read-only transaction failed');
+    }
+    client.release(changed !== '' || dirty === undefined || this.leftBehind(dirty) !== undefined);
+    return changed;
   }
 
-  /** A pooled connection inside `BEGIN READ ONLY` with this call's settings. */
-  private async begin(bounds: CallBounds): Promise<PoolClient> {
+  /** A pooled connection inside `BEGIN READ ONLY` with this call's settings, as its role. */
+  private async begin(bounds: CallBounds, session: CallSession): Promise<PoolClient> {
     for (let attempt = 1; ; attempt++) {
       const client = await this.connect(bounds);
       try {
-        const timeout = this.statementTimeout(bounds);
+        // The settings' SELECT takes the transaction's snapshot: from then on PostgreSQL refuses
+        // SET TRANSACTION READ WRITE ("must be set before any query"), which SET alone does not.
         await client.query(
-          // The closing SELECT takes the transaction's snapshot: from then on PostgreSQL refuses
-          // SET TRANSACTION READ WRITE ("must be set before any query"), which SET alone does not.
-          `${this.beginPrefix}; SET LOCAL statement_timeout = ${timeout}; SET LOCAL idle_in_transaction_session_timeout = ${timeout + 5_000}; SELECT 1`,
+          `BEGIN READ ONLY; ${withLiterals(client, session.statements.settings, session.settings)}`,
         );
         return client;
       } catch (error) {
@@ -600,17 +723,16 @@ export class PostgresDatabase {
 
   /** `/readyz`: the database answers (within 2 s) and the role check has not refused. */
   async ready(): Promise<ReadyResult> {
-    const refused = { ready: false, detail: 'the PostgreSQL role can write; see the server log' };
-    if (this.roleGate.refused) return refused;
-    const probe = AbortSignal.timeout(2_000);
+    const refused = () => ({ ready: false, detail: this.roleGate.refusedDetail });
+    if (this.roleGate.refused) return refused();
     try {
-      await this.transaction({ signal: probe, deadline: Date.now() + 2_000 }, async (client) => {
+      await this.transaction(serverCall(2_000), async (client) => {
         await client.query('SELECT 1');
       });
       return { ready: true };
     } catch (error) {
       // The probe may have run the role check for the first time.
-      if (this.roleGate.refused) return refused;
+      if (this.roleGate.refused) return refused();
       this.logger.debug({ err: error }, 'readiness check failed');
       return { ready: false, detail: 'PostgreSQL is unreachable' };
     }

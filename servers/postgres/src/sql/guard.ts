@@ -20,6 +20,7 @@ export type SqlRule =
   | 'function_denied'
   | 'function_volatile'
   | 'function_definer'
+  | 'function_switches_role'
   | 'operator_volatile'
   | 'name_lookup'
   | 'schema_not_allowed'

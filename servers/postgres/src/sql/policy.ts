@@ -92,6 +92,12 @@ export interface SqlPolicyOptions {
   readonly allowFunctions: readonly string[];
   /** The largest value a statement may build from its constants (sizes.ts); none: unchecked. */
   readonly maxValueBytes?: number;
+  /**
+   * Refuse every reached function that could switch the role or a gatehouse setting (with a
+   * role map: ADR 0027). Without one every call runs as the login role, whose reachable roles
+   * the start checked.
+   */
+  readonly refuseRoleSwitches?: boolean;
 }
 
 /**
@@ -116,6 +122,8 @@ export interface ReachedFunction {
   readonly volatile: boolean;
   /** SECURITY DEFINER: runs with its owner's rights. */
   readonly definer: boolean;
+  /** Why it could switch the role or a gatehouse setting mid-statement (null: it cannot). */
+  readonly switches: string | null;
   /**
    * `call` (named in the SQL), `column notation` (maybe called as `t.f`), `operator`, `cast`,
    * `domain constraint`, `domain default`, `aggregate support`, `type input/output`, `view`,
@@ -393,6 +401,13 @@ export async function checkCatalog(
     const via = fn.via === 'call' ? '' : ` (reached through a ${fn.via})`;
     const shown = `${fn.signature.includes('.') ? '' : `${fn.schema}.`}${fn.signature}`;
     deniedByName(fn.name.toLowerCase(), shown, allowed, via);
+    // Whatever the allow-list says: a call that could run as another caller (ADR 0027).
+    if (options.refuseRoleSwitches === true && fn.switches !== null && fn.switches !== undefined) {
+      throw new SqlRefusedError(
+        'function_switches_role',
+        `${shown}${via} could change who the statement runs as — ${fn.switches} — and read as another role or caller.`,
+      );
+    }
     const allowedByName = isAllowedFunction(key, options.allowFunctions);
     if (fn.volatile) {
       if (fn.schema === 'pg_catalog' && HARMLESS_VOLATILE.has(fn.name)) continue;

@@ -75,7 +75,7 @@ export async function checkRole(client: ClientBase): Promise<RoleReport> {
  * PROGRAM, a write — whatever the caller may do and whatever its volatility label says. Each is
  * a finding with the REVOKE that closes it.
  */
-async function definerFindings(client: ClientBase, role: string): Promise<RoleFinding[]> {
+export async function definerFindings(client: ClientBase, role: string): Promise<RoleFinding[]> {
   const definers = await client.query<{
     fn: string;
     owner: string;
@@ -122,7 +122,7 @@ async function definerFindings(client: ClientBase, role: string): Promise<RoleFi
 }
 
 /** What the role `role` (and every role it can act as) can change. */
-async function roleFindings(
+export async function roleFindings(
   client: ClientBase,
   role: string,
 ): Promise<{ findings: RoleFinding[]; warnings: string[] }> {
@@ -271,7 +271,7 @@ export class RoleGate {
   #state:
     | { state: 'pending' }
     | { state: 'passed'; report: RoleReport; overridden: boolean }
-    | { state: 'refused'; message: string } = { state: 'pending' };
+    | { state: 'refused'; message: string; detail: string } = { state: 'pending' };
   #running: Promise<void> | undefined;
   #overrideListener: ((report: RoleReport) => void) | undefined;
 
@@ -280,6 +280,21 @@ export class RoleGate {
   /** Whether the check refused the role. */
   get refused(): boolean {
     return this.#state.state === 'refused';
+  }
+
+  /** Why, in a few words for `/readyz` (the log has the whole reason). */
+  get refusedDetail(): string {
+    return this.#state.state === 'refused' ? this.#state.detail : '';
+  }
+
+  /** Shuts the gate for good with `refusal` (a mapped role refused at start), and throws it. */
+  refuse(refusal: ToolError): never {
+    this.#state = {
+      state: 'refused',
+      message: refusal.message,
+      detail: 'a role of the role map was refused; see the server log',
+    };
+    throw refusal;
   }
 
   /**
@@ -298,7 +313,11 @@ export class RoleGate {
   judge(report: RoleReport): void {
     if (report.findings.length > 0 && !this.allowPrivileged) {
       const refusal = new PrivilegedRoleError(report);
-      this.#state = { state: 'refused', message: refusal.message };
+      this.#state = {
+        state: 'refused',
+        message: refusal.message,
+        detail: 'the PostgreSQL role can write; see the server log',
+      };
       throw refusal;
     }
   }

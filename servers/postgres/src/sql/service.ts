@@ -2,7 +2,7 @@ import { LRUCache } from 'lru-cache';
 import type { PoolClient, QueryConfig } from 'pg';
 import { traceUpstream } from '@gatehouse/core';
 import { translateError } from './database.js';
-import type { Catalog, CallBounds, MaskedSet, PostgresDatabase } from './database.js';
+import type { Catalog, DbCall, MaskedSet, PostgresDatabase } from './database.js';
 import type { PostgresConfig } from '../config.js';
 import { CappedRows, NO_MASK } from './execute.js';
 import type { MaskPlan, QueryOutput } from './execute.js';
@@ -82,6 +82,7 @@ export class SqlService {
       schemas: db.schemas,
       allowFunctions: config.POSTGRES_ALLOW_FUNCTIONS,
       maxValueBytes: frameLimit(config.POSTGRES_MAX_BYTES),
+      refuseRoleSwitches: db.roleMap !== undefined,
     };
     this.#searchPath = db.schemas.includes('pg_catalog')
       ? db.schemas
@@ -106,8 +107,11 @@ export class SqlService {
   /** Each analysed statement's last resolution (kept as long as the analysis is cached). */
   readonly #resolved = new WeakMap<SqlAnalysis, Resolved>();
 
-  /** When each analysed statement's parameter types were last found not to look names up. */
-  readonly #parametersChecked = new WeakMap<SqlAnalysis, number>();
+  /**
+   * When each analysed statement's parameter types were last found not to look names up, per
+   * role (what a name resolves to depends on the schemas the role may use).
+   */
+  readonly #parametersChecked = new WeakMap<SqlAnalysis, Map<string, number>>();
 
   /**
    * Refuses a statement whose parameters PostgreSQL would look up as catalog names when bound:
@@ -116,13 +120,17 @@ export class SqlService {
    * array or row type built on one — is looked up by name, so whether it exists comes back. The
    * types are PostgreSQL's own (Parse and Describe, nothing bound), cached like the catalog.
    */
-  private async checkParameters(analysis: SqlAnalysis, client: PoolClient): Promise<void> {
+  private async checkParameters(
+    analysis: SqlAnalysis,
+    client: PoolClient,
+    role: string | undefined,
+    describe: (sql: string) => Promise<readonly number[]>,
+  ): Promise<void> {
     if (analysis.parameterCount === 0) return;
-    const at = this.#parametersChecked.get(analysis);
+    const checked = this.#parametersChecked.get(analysis) ?? new Map<string, number>();
+    const at = checked.get(role ?? '');
     if (at !== undefined && Date.now() - at < this.config.POSTGRES_CATALOG_TTL_MS) return;
-    const described = new ParameterTypes(analysis.statement);
-    client.query(described);
-    const types = await described.done;
+    const types = await describe(analysis.statement);
     const found = await client.query<{ lookup: boolean }>({
       name: 'gatehouse_lookup_types',
       text: LOOKUP_TYPES,
@@ -134,7 +142,8 @@ export class SqlService {
         'a parameter ($n) stands where PostgreSQL reads a catalog name (a regclass, regtype, regconfig… or a type built on one), so its value would be looked up by name when bound. Write the name as a constant in the SQL instead.',
       );
     }
-    this.#parametersChecked.set(analysis, Date.now());
+    checked.set(role ?? '', Date.now());
+    this.#parametersChecked.set(analysis, checked);
   }
 
   /** Parses and applies the rules that need no database (layer 2, first half). */
@@ -158,8 +167,12 @@ export class SqlService {
   }
 
   /** The catalog stage: resolution and its rules, the function rules, the masking plan. */
-  async verdict(analysis: SqlAnalysis, client: PoolClient): Promise<Verdict> {
-    const catalog = this.db.catalog(client);
+  async verdict(
+    analysis: SqlAnalysis,
+    client: PoolClient,
+    role: string | undefined,
+  ): Promise<Verdict> {
+    const catalog = this.db.catalog(client, role);
     const reached = await reachedBy(analysis, this.policy, catalog);
     const { resolution, mask } = await this.resolve(analysis, catalog, reached);
     // The sizes again, now that the tables' rows are known (as the planner estimates them).
@@ -268,10 +281,11 @@ export class SqlService {
    */
   async maskedColumnsOf(
     client: PoolClient,
+    role: string | undefined,
     schema: string,
     name: string,
   ): Promise<(column: string) => boolean> {
-    const catalog = this.db.catalog(client);
+    const catalog = this.db.catalog(client, role);
     const masked = await catalog.maskedColumns();
     await catalog.loadRelations([relationKey(schema, name)]);
     const info = catalog.relation(schema, name);
@@ -299,7 +313,7 @@ export class SqlService {
 
   /** Runs a SELECT (or an EXPLAIN of one) under every layer, returning the capped result. */
   async query(
-    bounds: CallBounds,
+    bounds: DbCall,
     sql: string,
     params: readonly QueryParam[],
     maxRows: number,
@@ -315,11 +329,16 @@ export class SqlService {
         for (let attempt = 1; ; attempt++) {
           const checkout = await this.db.checkout(bounds);
           try {
-            const verdict = await this.verdict(analysis, checkout.client);
+            const verdict = await this.verdict(analysis, checkout.client, checkout.role);
             if (analysis.kind === 'explain') {
               this.explainable(verdict.resolution, analysis.analyze, true);
             }
-            await this.checkParameters(analysis, checkout.client);
+            await this.checkParameters(
+              analysis,
+              checkout.client,
+              checkout.role,
+              checkout.parameterTypes,
+            );
             return await checkout.run({
               sql: analysis.statement,
               params,
@@ -377,7 +396,7 @@ export class SqlService {
 
   /** EXPLAIN (FORMAT JSON) of a SELECT; ANALYZE only when configured. */
   async explain(
-    bounds: CallBounds,
+    bounds: DbCall,
     sql: string,
     params: readonly QueryParam[],
     options: { analyze: boolean; verbose: boolean },
@@ -404,10 +423,16 @@ export class SqlService {
       'VERBOSE',
       ...(options.analyze ? ['ANALYZE', 'BUFFERS'] : []),
     ].join(', ');
-    const { plan, resolution } = await this.db.transaction(bounds, async (client) => {
-      const verdict = await this.verdict(analysis, client);
+    const { plan, resolution } = await this.db.transaction(bounds, async (client, role) => {
+      const verdict = await this.verdict(analysis, client, role);
       this.explainable(verdict.resolution, options.analyze, false);
-      if (!generic) await this.checkParameters(analysis, client);
+      if (!generic) {
+        await this.checkParameters(analysis, client, role, (text) => {
+          const described = new ParameterTypes(text);
+          client.query(described);
+          return described.done;
+        });
+      }
       // queryMode 'extended': even without parameters, the extended protocol (one statement).
       const run = async (text: string, values: unknown[]) =>
         (

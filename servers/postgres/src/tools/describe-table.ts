@@ -33,10 +33,10 @@ export function describeTableTool(deps: PostgresDeps) {
       args.schema === undefined ? deps.targets : `pg:${db.database}/${args.schema}/${args.table}`,
     async handler(args, ctx) {
       if (args.schema !== undefined) requireAllowedSchema(db, args.schema);
-      const description = await db.transaction(ctx, async (client) => {
+      const description = await db.transaction(ctx, async (client, role) => {
         const found = await resolveTable(client, db.schemas, args.table, args.schema);
         if (found === undefined) return undefined;
-        const masked = await deps.sql.maskedColumnsOf(client, found.schema, args.table);
+        const masked = await deps.sql.maskedColumnsOf(client, role, found.schema, args.table);
         return describeTable(client, found.oid, masked);
       });
       if (description === undefined) {
