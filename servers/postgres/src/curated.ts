@@ -7,11 +7,10 @@
  * by PostgreSQL once it answers, and checked again in every call like any query.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { ConfigError, CredentialError, ToolError, UpstreamError } from '@gatehouse/core';
 import type { BoundParameter } from '@gatehouse/core';
-import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
+import { readYamlFile } from './yaml-file.js';
 import type { PostgresConfig } from './config.js';
 import type { SqlService } from './sql/service.js';
 import type { SqlAnalysis } from './sql/guard.js';
@@ -282,18 +281,7 @@ export function loadCuratedQueries(
   reserved: readonly string[],
 ): CuratedSet {
   const problem = (text: string) => `POSTGRES_QUERIES_FILE: ${file}: ${text}`;
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (error) {
-    throw new ConfigError([problem(`cannot be read (${(error as NodeJS.ErrnoException).code})`)]);
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(bytes.toString('utf8'), { prettyErrors: true, uniqueKeys: true });
-  } catch (error) {
-    throw new ConfigError([problem(`not valid YAML: ${(error as Error).message.split('\n')[0]}`)]);
-  }
+  const { bytes, doc } = readYamlFile(file, problem);
   const parsed = CuratedFileSchema.safeParse(doc);
   if (!parsed.success) {
     throw new ConfigError(

@@ -1,9 +1,8 @@
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { ConfigError, PolicyError } from '@gatehouse/core';
 import type { Principal } from '@gatehouse/core';
-import { parse as parseYaml } from 'yaml';
 import * as z from 'zod';
+import { readYamlFile } from './yaml-file.js';
 
 /**
  * The role map (ADR 0027): which PostgreSQL role each verified caller's calls run as. Inside the
@@ -174,18 +173,7 @@ export function loadRoleMap(config: {
   }
   if (file === undefined) return undefined;
   const problem = (text: string) => `POSTGRES_ROLE_MAP_FILE: ${file}: ${text}`;
-  let bytes: Buffer;
-  try {
-    bytes = readFileSync(file);
-  } catch (error) {
-    throw new ConfigError([problem(`cannot be read (${(error as NodeJS.ErrnoException).code})`)]);
-  }
-  let doc: unknown;
-  try {
-    doc = parseYaml(bytes.toString('utf8'), { prettyErrors: true, uniqueKeys: true });
-  } catch (error) {
-    throw new ConfigError([problem(`not valid YAML: ${(error as Error).message.split('\n')[0]}`)]);
-  }
+  const { bytes, doc } = readYamlFile(file, problem);
   const parsed = RoleMapFileSchema.safeParse(doc ?? {});
   if (!parsed.success) {
     throw new ConfigError(
