@@ -241,7 +241,16 @@ describe('each caller reads as their mapped role', () => {
           'No database role is mapped to you (principal "mallory@elsewhere")',
         );
       }
-      // Resources and prompts are refused alike (another road to the same database).
+      // Listing resources is no error, and lists no table; completions offer nothing; reading
+      // is refused alike (another road to the same database).
+      const { resources } = await stranger.client.listResources();
+      expect(resources.map((r) => r.name)).toEqual(['postgres_schemas']);
+      const completed = await stranger.client.complete({
+        ref: { type: 'ref/resource', uri: 'postgres://{database}/{schema}/{table}/schema' },
+        argument: { name: 'table', value: 'cu' },
+        context: { arguments: { database: company.db.name, schema: 'public' } },
+      });
+      expect(completed.completion.values).toEqual([]);
       await expect(
         stranger.client.readResource({ uri: `postgres://${company.db.name}/schemas` }),
       ).rejects.toThrow(/No database role is mapped to you/);
@@ -339,6 +348,13 @@ describe('each caller reads as their mapped role', () => {
       ).tables[0]?.readable;
     expect(await readable('ana', 'employees')).toBe(true);
     expect(await readable('rex', 'employees')).toBe(false);
+    // Completions run as the caller's role too, and complete what its catalog shows.
+    const completed = await servers.rex.client.complete({
+      ref: { type: 'ref/resource', uri: 'postgres://{database}/{schema}/{table}/schema' },
+      argument: { name: 'table', value: 'cust' },
+      context: { arguments: { database: company.db.name, schema: 'public' } },
+    });
+    expect(completed.completion.values).toContain('customers');
   });
 });
 

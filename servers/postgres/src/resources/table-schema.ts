@@ -1,8 +1,18 @@
-import { defineResource } from '@gatehouse/core';
+import { PolicyError, defineResource } from '@gatehouse/core';
 import type { PostgresDeps } from '../deps.js';
 import { describeTable, listTables, resolveTable } from '../sql/introspect.js';
 
 const LIST_LIMIT = 1000;
+
+/** What `list` answers, or nothing for a caller with no role in the role map (rule `role_map`). */
+async function unlessUnmapped<T>(list: () => Promise<T[]>): Promise<T[]> {
+  try {
+    return await list();
+  } catch (error) {
+    if (error instanceof PolicyError && error.rule === 'role_map') return [];
+    throw error;
+  }
+}
 
 /** `postgres://{database}/{schema}/{table}/schema`: one table's description, listed and completable. */
 export function tableSchemaResource(deps: PostgresDeps) {
@@ -17,8 +27,15 @@ export function tableSchemaResource(deps: PostgresDeps) {
       'Columns (types, nullability, defaults, masking), keys, foreign keys and indexes of one table or view.',
     mimeType: 'application/json',
     list: async (ctx) => {
-      const { tables } = await db.transaction(ctx, (client) =>
-        listTables(client, db.schemas, { limit: LIST_LIMIT }),
+      // A caller the role map does not name lists no table (and no failed resources/list):
+      // reading one is refused with the reason.
+      const tables = await unlessUnmapped(
+        async () =>
+          (
+            await db.transaction(ctx, (client) =>
+              listTables(client, db.schemas, { limit: LIST_LIMIT }),
+            )
+          ).tables,
       );
       return tables.map((t) => ({
         uri: `${base}/${encodeURIComponent(t.schema)}/${encodeURIComponent(t.name)}/schema`,
@@ -37,9 +54,15 @@ export function tableSchemaResource(deps: PostgresDeps) {
             ? [args.schema]
             : db.schemas;
         const pattern = `${value.replace(/[\\%_]/g, (c) => `\\${c}`)}%`;
-        // As the caller's role, within the completion's own deadline.
-        const { tables } = await db.transaction({ signal, deadline, principal }, (client) =>
-          listTables(client, schemas, { pattern, limit: 100 }),
+        // As the caller's role, within the completion's own deadline; nothing for a caller the
+        // role map does not name.
+        const tables = await unlessUnmapped(
+          async () =>
+            (
+              await db.transaction({ signal, deadline, principal }, (client) =>
+                listTables(client, schemas, { pattern, limit: 100 }),
+              )
+            ).tables,
         );
         return [...new Set(tables.map((t) => t.name))];
       },
