@@ -106,8 +106,13 @@ describe.each(stores)('a vault in %s', (_name, open) => {
       expect(dump).not.toContain(secret);
       expect(dump).not.toContain(secret.slice(4, 20)); // not even a part of one
     }
+    // Sealed records and hashed keys are long runs of base64url, in which a three-letter name
+    // turns up by chance (about one dump in a hundred held "bob"): a name in the clear is one
+    // outside them.
+    const clear = dump.replace(/[A-Za-z0-9_-]{16,}/g, '…');
+    expect(clear.length).toBeLessThan(dump.length / 4);
     for (const name of ['alice', 'bob', 'idp.example.com', 'github.com']) {
-      expect(dump).not.toContain(name);
+      expect(clear).not.toContain(name);
     }
     await vault.close();
   });
