@@ -23,7 +23,11 @@ export const TableSummarySchema = z.object({
     .nullable()
     .describe('Planner estimate (pg_class.reltuples); null when never analysed'),
   comment: z.string().nullable(),
-  readable: z.boolean().describe('Whether this server’s role may SELECT from it'),
+  readable: z
+    .boolean()
+    .describe(
+      'Whether the role this call runs as (the caller’s, with a role map) may SELECT from it',
+    ),
 });
 export type TableSummary = z.infer<typeof TableSummarySchema>;
 
