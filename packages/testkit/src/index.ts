@@ -47,6 +47,7 @@ export type {
   RouteHandler,
 } from './http-fake.js';
 export { freePort, startRedis } from './redis.js';
+export { callWithKey, connectLink, personServerEnv } from './people.js';
 export { startOtlpReceiver, startRsyslog } from './witness-receivers.js';
 export type { TestWitness } from './witness-receivers.js';
 export { startTcpProxy } from './tcp-proxy.js';

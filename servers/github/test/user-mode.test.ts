@@ -3,12 +3,21 @@
 // GitHub fake's App with user access tokens and per-user rights. What a call can touch is the
 // person's own GitHub rights ∩ GITHUB_REPOS ∩ the tool — never the service's, never another's.
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { TestBrowser, connectHttp, freePort, spawnServer, unframed } from '@gatehouse/testkit';
+import {
+  TestBrowser,
+  callWithKey,
+  connectHttp,
+  connectLink,
+  freePort,
+  personServerEnv,
+  spawnServer,
+  unframed,
+} from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import type { AuditRecord } from '@gatehouse/audit';
 import { githubSeed, startGitHubAppFake } from '@gatehouse/testkit/github';
@@ -54,37 +63,30 @@ beforeAll(async () => {
   writeFileSync(keys, `k1 ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   grantsFile = join(dir, 'grants.json');
   auditFile = join(dir, 'audit.jsonl');
-  const apiKey = (who: Person) => ({
-    id: `k-${who}`,
-    sha256: createHash('sha256').update(KEYS[who]).digest('hex'),
-    principal: `ci-${who}`,
-    scopes: ['github:read', 'github:write'],
-  });
-  serverEnv = {
-    PATH: process.env.PATH ?? '',
-    GATEHOUSE_TRANSPORT: 'http',
-    GATEHOUSE_HOST: '127.0.0.1',
-    GATEHOUSE_PORT: String(port),
-    GATEHOUSE_PUBLIC_URL: `http://127.0.0.1:${port}/mcp`,
-    GATEHOUSE_AUTH: 'api_key',
-    GATEHOUSE_API_KEYS: JSON.stringify(PEOPLE.map(apiKey)),
-    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
-    GATEHOUSE_ENABLE_WRITES: 'true',
-    GATEHOUSE_AUDIT_SINKS: 'file',
-    GATEHOUSE_AUDIT_FILE: auditFile,
-    GATEHOUSE_IDENTITY: 'user',
-    GATEHOUSE_IDENTITY_READ_FALLBACK: 'github_search_issues',
-    GATEHOUSE_VAULT_KEYS_FILE: keys,
-    GATEHOUSE_GRANTS_FILE: grantsFile,
-    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=alice,ci-bob=bob,ci-mallory=mallory',
-    GITHUB_TOKEN: TOKEN,
-    GITHUB_OAUTH_CLIENT_ID: CLIENT.id,
-    GITHUB_OAUTH_CLIENT_SECRET: CLIENT.secret,
-    GITHUB_API_URL: fake.url,
-    GITHUB_WEB_URL: fake.rootUrl,
-    GITHUB_REPOS: 'acme/api,acme/web,acme/secret',
-    GITHUB_TRUSTED_AUTHORS_ONLY: 'true',
-  };
+  serverEnv = personServerEnv(
+    {
+      port,
+      keys: KEYS,
+      scopes: ['github:read', 'github:write'],
+      logins: 'ci-alice=alice,ci-bob=bob,ci-mallory=mallory',
+    },
+    {
+      GATEHOUSE_STRUCTURED_OUTPUT: 'true',
+      GATEHOUSE_ENABLE_WRITES: 'true',
+      GATEHOUSE_AUDIT_SINKS: 'file',
+      GATEHOUSE_AUDIT_FILE: auditFile,
+      GATEHOUSE_IDENTITY_READ_FALLBACK: 'github_search_issues',
+      GATEHOUSE_VAULT_KEYS_FILE: keys,
+      GATEHOUSE_GRANTS_FILE: grantsFile,
+      GITHUB_TOKEN: TOKEN,
+      GITHUB_OAUTH_CLIENT_ID: CLIENT.id,
+      GITHUB_OAUTH_CLIENT_SECRET: CLIENT.secret,
+      GITHUB_API_URL: fake.url,
+      GITHUB_WEB_URL: fake.rootUrl,
+      GITHUB_REPOS: 'acme/api,acme/web,acme/secret',
+      GITHUB_TRUSTED_AUTHORS_ONLY: 'true',
+    },
+  );
   server = await spawnServer(process.execPath, [BIN], { env: serverEnv });
 });
 
@@ -97,17 +99,8 @@ const connectAs = (who: Person, era: 'legacy' | 'modern' = 'legacy') =>
   connectHttp(server.url!, { era, headers: { authorization: `Bearer ${KEYS[who]}` } });
 
 /** One tool call as `who`, on a fresh connection. */
-async function callAs(who: Person, name: string, args: Record<string, unknown>) {
-  const { client, close } = await connectAs(who);
-  try {
-    return await client.callTool({ name, arguments: args });
-  } finally {
-    await close();
-  }
-}
-
-/** The link to connect an answer names. */
-const linkIn = (result: unknown) => /open (\S+) in your browser/.exec(text(result))?.[1];
+const callAs = (who: Person, name: string, args: Record<string, unknown>) =>
+  callWithKey(server.url!, KEYS[who], name, args);
 
 /** `who`'s browser, signed in to GitHub as `login`, opens `link`. */
 async function openAs(login: string, link: string) {
@@ -120,7 +113,7 @@ async function openAs(login: string, link: string) {
 async function link(who: Person): Promise<void> {
   const asked = await callAs(who, 'github_list_issues', { repo: 'acme/api' });
   expect(asked.isError).toBe(true);
-  expect((await openAs(who, linkIn(asked)!)).text).toContain(`Linked as ${who}`);
+  expect((await openAs(who, connectLink(asked)!)).text).toContain(`Linked as ${who}`);
 }
 
 /** How many requests GitHub has received. */
@@ -160,7 +153,7 @@ describe('the GitHub server acting as each person', () => {
       const page = await browser.newPage();
       await page.goto(`${fake.rootUrl}/login?login=bob`);
       const asked = await callAs('bob', 'github_list_issues', { repo: 'acme/api' });
-      const answer = await page.goto(linkIn(asked)!);
+      const answer = await page.goto(connectLink(asked)!);
       expect(answer?.status()).toBe(200);
       expect(await page.textContent('p')).toBe(
         'Linked as bob. Return to your MCP client and ask again.',
@@ -236,12 +229,12 @@ describe('the GitHub server acting as each person', () => {
 
   it('links nothing when the link is forwarded to someone else (the confused deputy)', async () => {
     const asked = await callAs('mallory', 'github_list_issues', { repo: 'acme/api' });
-    const forwarded = await openAs('bob', linkIn(asked)!);
+    const forwarded = await openAs('bob', connectLink(asked)!);
     expect(forwarded.status).toBe(403);
     expect(forwarded.text).not.toContain('mallory');
     // Mallory still has no grant: her next call is answered with a link again.
     expect(
-      linkIn(await callAs('mallory', 'github_list_issues', { repo: 'acme/api' })),
+      connectLink(await callAs('mallory', 'github_list_issues', { repo: 'acme/api' })),
     ).toBeDefined();
   });
 
@@ -293,7 +286,7 @@ describe('the GitHub server acting as each person', () => {
     fake.oauth!.revokeUser('bob');
     const after = await callAs('bob', 'github_list_issues', { repo: 'acme/secret' });
     expect(text(after)).toContain('no longer accepts the account you linked');
-    expect(linkIn(after)).toBeDefined();
+    expect(connectLink(after)).toBeDefined();
   });
 
   it('never lends the service credential to a person whose grant expired, not even for the fallback read', async () => {
@@ -362,7 +355,7 @@ describe('the GitHub server acting as each person', () => {
         name: 'github_list_issues',
         arguments: { repo: 'acme/web' },
       });
-      expect(linkIn(again)).toBeDefined();
+      expect(connectLink(again)).toBeDefined();
       const twice = await client.callTool({ name: 'github_disconnect', arguments: {} });
       expect(unframed(twice.structuredContent)).toEqual({ disconnected: false });
     } finally {

@@ -2,10 +2,18 @@
 // through one is known to the other; when GitHub's clock says their token expired, calls on both
 // at once refresh it exactly once (a refresh token rotates: a second refresh would lose the
 // grant); and Redis holds no token, and the vault's part of it names no one.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { TestBrowser, connectHttp, freePort, spawnServer, startRedis } from '@gatehouse/testkit';
+import {
+  TestBrowser,
+  callWithKey,
+  connectLink,
+  freePort,
+  personServerEnv,
+  spawnServer,
+  startRedis,
+} from '@gatehouse/testkit';
 import type { ServerProcess, TestRedis } from '@gatehouse/testkit';
 import { startGitHubAppFake } from '@gatehouse/testkit/github';
 import type { GitHubFake } from '@gatehouse/testkit/github';
@@ -34,31 +42,19 @@ beforeAll(async () => {
       users: ['alice'],
     },
   });
-  const env = (port: number) => ({
-    PATH: process.env.PATH ?? '',
-    GATEHOUSE_TRANSPORT: 'http',
-    GATEHOUSE_HOST: '127.0.0.1',
-    GATEHOUSE_PORT: String(port),
-    GATEHOUSE_PUBLIC_URL: publicUrl,
-    GATEHOUSE_AUTH: 'api_key',
-    GATEHOUSE_API_KEYS: JSON.stringify([
+  const env = (port: number) =>
+    personServerEnv(
+      { port, publicUrl, keys: { alice: KEY }, scopes: ['github:read'], logins: 'ci-alice=alice' },
       {
-        id: 'k-alice',
-        sha256: createHash('sha256').update(KEY).digest('hex'),
-        principal: 'ci-alice',
-        scopes: ['github:read'],
+        GATEHOUSE_REDIS_URL: redis.url,
+        GATEHOUSE_VAULT_KEYS: `k1 ${VAULT_KEY}`,
+        GITHUB_OAUTH_CLIENT_ID: CLIENT.id,
+        GITHUB_OAUTH_CLIENT_SECRET: CLIENT.secret,
+        GITHUB_API_URL: fake.url,
+        GITHUB_WEB_URL: fake.rootUrl,
+        GITHUB_REPOS: 'acme/api',
       },
-    ]),
-    GATEHOUSE_REDIS_URL: redis.url,
-    GATEHOUSE_IDENTITY: 'user',
-    GATEHOUSE_VAULT_KEYS: `k1 ${VAULT_KEY}`,
-    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=alice',
-    GITHUB_OAUTH_CLIENT_ID: CLIENT.id,
-    GITHUB_OAUTH_CLIENT_SECRET: CLIENT.secret,
-    GITHUB_API_URL: fake.url,
-    GITHUB_WEB_URL: fake.rootUrl,
-    GITHUB_REPOS: 'acme/api',
-  });
+    );
   for (const port of ports)
     replicas.push(await spawnServer(process.execPath, [BIN], { env: env(port) }));
 });
@@ -69,20 +65,12 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function listOn(replica: ServerProcess) {
-  const { client, close } = await connectHttp(replica.url!, {
-    headers: { authorization: `Bearer ${KEY}` },
-  });
-  try {
-    return await client.callTool({ name: 'github_list_issues', arguments: { repo: 'acme/api' } });
-  } finally {
-    await close();
-  }
-}
+const listOn = (replica: ServerProcess) =>
+  callWithKey(replica.url!, KEY, 'github_list_issues', { repo: 'acme/api' });
 
 it('links on one replica, serves on both, and refreshes once when both find the token expired', async () => {
   const asked = await listOn(replicas[1]!);
-  const link = /open (\S+) in your browser/.exec(text(asked))?.[1];
+  const link = connectLink(asked);
   expect(link).toBeDefined();
   const browser = new TestBrowser();
   await browser.go(`${fake.rootUrl}/login?login=alice`);

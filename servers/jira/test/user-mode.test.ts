@@ -3,13 +3,22 @@
 // Atlassian OAuth 2.0 (3LO) app with rotating refresh tokens, the API gateway and per-person
 // project rights. What a call can touch is the person's own Jira rights ∩ JIRA_PROJECTS ∩ the
 // tool; what they create and comment is theirs; nothing falls back to the service account.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AuditRecord } from '@gatehouse/audit';
-import { TestBrowser, connectHttp, freePort, spawnServer, unframed } from '@gatehouse/testkit';
+import {
+  TestBrowser,
+  callWithKey,
+  connectHttp,
+  connectLink,
+  freePort,
+  personServerEnv,
+  spawnServer,
+  unframed,
+} from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
 import type { JiraFake } from '@gatehouse/testkit/jira';
@@ -63,42 +72,35 @@ beforeAll(async () => {
   writeFileSync(keys, `k1 ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   auditFile = join(dir, 'audit.jsonl');
   grantsFile = join(dir, 'grants.json');
-  const apiKey = (who: Person) => ({
-    id: `k-${who}`,
-    sha256: createHash('sha256').update(KEYS[who]).digest('hex'),
-    principal: `ci-${who}`,
-    scopes: ['jira:read', 'jira:write'],
-  });
   server = await spawnServer(process.execPath, [BIN], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      GATEHOUSE_TRANSPORT: 'http',
-      GATEHOUSE_HOST: '127.0.0.1',
-      GATEHOUSE_PORT: String(port),
-      GATEHOUSE_PUBLIC_URL: `http://127.0.0.1:${port}/mcp`,
-      GATEHOUSE_AUTH: 'api_key',
-      GATEHOUSE_API_KEYS: JSON.stringify(PEOPLE.map(apiKey)),
-      GATEHOUSE_STRUCTURED_OUTPUT: 'true',
-      GATEHOUSE_ENABLE_WRITES: 'true',
-      GATEHOUSE_AUDIT_SINKS: 'file',
-      GATEHOUSE_AUDIT_FILE: auditFile,
-      GATEHOUSE_IDENTITY: 'user',
-      GATEHOUSE_IDENTITY_READ_FALLBACK: 'jira_search_issues',
-      GATEHOUSE_VAULT_KEYS_FILE: keys,
-      GATEHOUSE_GRANTS_FILE: grantsFile,
-      // Alice by account id, Bob by e-mail: both forms are the operator's to choose.
-      GATEHOUSE_IDENTITY_LOGINS:
-        'ci-alice=557058:alice,ci-bob=bob@acme.example,ci-dave=557058:dave,ci-mallory=557058:mallory',
-      JIRA_URL: fake.url,
-      JIRA_PROJECTS: 'OPS,WEB',
-      JIRA_EMAIL: EMAIL,
-      JIRA_API_TOKEN: TOKEN,
-      JIRA_OAUTH_CLIENT_ID: CLIENT.id,
-      JIRA_OAUTH_CLIENT_SECRET: CLIENT.secret,
-      JIRA_AUTH_URL: fake.rootUrl,
-      JIRA_GATEWAY_URL: fake.rootUrl,
-      JIRA_SEARCH_LAG_S: '0',
-    },
+    env: personServerEnv(
+      {
+        port,
+        keys: KEYS,
+        scopes: ['jira:read', 'jira:write'],
+        // Alice by account id, Bob by e-mail: both forms are the operator's to choose.
+        logins:
+          'ci-alice=557058:alice,ci-bob=bob@acme.example,ci-dave=557058:dave,ci-mallory=557058:mallory',
+      },
+      {
+        GATEHOUSE_STRUCTURED_OUTPUT: 'true',
+        GATEHOUSE_ENABLE_WRITES: 'true',
+        GATEHOUSE_AUDIT_SINKS: 'file',
+        GATEHOUSE_AUDIT_FILE: auditFile,
+        GATEHOUSE_IDENTITY_READ_FALLBACK: 'jira_search_issues',
+        GATEHOUSE_VAULT_KEYS_FILE: keys,
+        GATEHOUSE_GRANTS_FILE: grantsFile,
+        JIRA_URL: fake.url,
+        JIRA_PROJECTS: 'OPS,WEB',
+        JIRA_EMAIL: EMAIL,
+        JIRA_API_TOKEN: TOKEN,
+        JIRA_OAUTH_CLIENT_ID: CLIENT.id,
+        JIRA_OAUTH_CLIENT_SECRET: CLIENT.secret,
+        JIRA_AUTH_URL: fake.rootUrl,
+        JIRA_GATEWAY_URL: fake.rootUrl,
+        JIRA_SEARCH_LAG_S: '0',
+      },
+    ),
   });
 });
 
@@ -110,16 +112,8 @@ afterAll(async () => {
 const connectAs = (who: Person) =>
   connectHttp(server.url!, { headers: { authorization: `Bearer ${KEYS[who]}` } });
 
-async function callAs(who: Person, name: string, args: Record<string, unknown> = {}) {
-  const { client, close } = await connectAs(who);
-  try {
-    return await client.callTool({ name, arguments: args });
-  } finally {
-    await close();
-  }
-}
-
-const linkIn = (result: unknown) => /open (\S+) in your browser/.exec(text(result))?.[1];
+const callAs = (who: Person, name: string, args: Record<string, unknown> = {}) =>
+  callWithKey(server.url!, KEYS[who], name, args);
 
 /** A browser signed in to Atlassian as `who` opens `link`. */
 async function openAs(who: Person, link: string) {
@@ -153,7 +147,7 @@ describe('the Jira server acting as each person', () => {
   it('links through Atlassian with the gateway audience, offline access and consent', async () => {
     for (const who of ['alice', 'bob'] as const) {
       const asked = await callAs(who, 'jira_get_issue', { key: 'OPS-1' });
-      const page = await openAs(who, linkIn(asked)!);
+      const page = await openAs(who, connectLink(asked)!);
       expect(page.text).toContain(`Linked as ${who}@acme.example`);
       const authorize = new URL(page.visited.find((u) => u.includes('/authorize?'))!);
       expect(authorize.searchParams.get('audience')).toBe('api.atlassian.com');
@@ -164,10 +158,10 @@ describe('the Jira server acting as each person', () => {
 
   it('refuses a consent given for another site: nothing is linked', async () => {
     const asked = await callAs('dave', 'jira_get_issue', { key: 'OPS-1' });
-    const page = await openAs('dave', linkIn(asked)!);
+    const page = await openAs('dave', connectLink(asked)!);
     expect(page.status).toBe(403);
     expect(page.text).toContain('allowed for another site');
-    expect(linkIn(await callAs('dave', 'jira_get_issue', { key: 'OPS-1' }))).toBeDefined();
+    expect(connectLink(await callAs('dave', 'jira_get_issue', { key: 'OPS-1' }))).toBeDefined();
   });
 
   it('shows each person only what Jira lets them browse, on one allow-list naming both projects', async () => {
@@ -235,9 +229,9 @@ describe('the Jira server acting as each person', () => {
 
   it('links nothing when the link is forwarded to someone else (the confused deputy)', async () => {
     const asked = await callAs('mallory', 'jira_get_issue', { key: 'OPS-1' });
-    const forwarded = await openAs('bob', linkIn(asked)!);
+    const forwarded = await openAs('bob', connectLink(asked)!);
     expect(forwarded.status).toBe(403);
-    expect(linkIn(await callAs('mallory', 'jira_get_issue', { key: 'OPS-1' }))).toBeDefined();
+    expect(connectLink(await callAs('mallory', 'jira_get_issue', { key: 'OPS-1' }))).toBeDefined();
   });
 
   it('falls back to the service account only for the read the operator named', async () => {
@@ -340,7 +334,7 @@ describe('the Jira server acting as each person', () => {
         revoked: false,
       });
       const again = await client.callTool({ name: 'jira_get_issue', arguments: { key: 'OPS-1' } });
-      expect(linkIn(again)).toBeDefined();
+      expect(connectLink(again)).toBeDefined();
     } finally {
       await close();
     }

@@ -3,10 +3,18 @@
 // both at once refresh it exactly once — Atlassian rotates refresh tokens, and one used again
 // after its ten-minute leeway revokes the whole authorization — and Redis holds no token, and
 // the vault's part of it names no one.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { TestBrowser, connectHttp, freePort, spawnServer, startRedis } from '@gatehouse/testkit';
+import {
+  TestBrowser,
+  callWithKey,
+  connectLink,
+  freePort,
+  personServerEnv,
+  spawnServer,
+  startRedis,
+} from '@gatehouse/testkit';
 import type { ServerProcess, TestRedis } from '@gatehouse/testkit';
 import { jiraSeed, startJiraFake } from '@gatehouse/testkit/jira';
 import type { JiraFake } from '@gatehouse/testkit/jira';
@@ -37,33 +45,27 @@ beforeAll(async () => {
       users: ['557058:alice'],
     },
   });
-  const env = (port: number) => ({
-    PATH: process.env.PATH ?? '',
-    GATEHOUSE_TRANSPORT: 'http',
-    GATEHOUSE_HOST: '127.0.0.1',
-    GATEHOUSE_PORT: String(port),
-    GATEHOUSE_PUBLIC_URL: publicUrl,
-    GATEHOUSE_AUTH: 'api_key',
-    GATEHOUSE_API_KEYS: JSON.stringify([
+  const env = (port: number) =>
+    personServerEnv(
       {
-        id: 'k-alice',
-        sha256: createHash('sha256').update(KEY).digest('hex'),
-        principal: 'ci-alice',
+        port,
+        publicUrl,
+        keys: { alice: KEY },
         scopes: ['jira:read'],
+        logins: 'ci-alice=557058:alice',
       },
-    ]),
-    GATEHOUSE_REDIS_URL: redis.url,
-    GATEHOUSE_IDENTITY: 'user',
-    GATEHOUSE_VAULT_KEYS: `k1 ${VAULT_KEY}`,
-    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=557058:alice',
-    // No service account at all: nothing can fall back to it.
-    JIRA_OAUTH_CLIENT_ID: CLIENT.id,
-    JIRA_OAUTH_CLIENT_SECRET: CLIENT.secret,
-    JIRA_AUTH_URL: fake.rootUrl,
-    JIRA_GATEWAY_URL: fake.rootUrl,
-    JIRA_URL: fake.url,
-    JIRA_PROJECTS: 'OPS',
-  });
+      {
+        GATEHOUSE_REDIS_URL: redis.url,
+        GATEHOUSE_VAULT_KEYS: `k1 ${VAULT_KEY}`,
+        // No service account at all: nothing can fall back to it.
+        JIRA_OAUTH_CLIENT_ID: CLIENT.id,
+        JIRA_OAUTH_CLIENT_SECRET: CLIENT.secret,
+        JIRA_AUTH_URL: fake.rootUrl,
+        JIRA_GATEWAY_URL: fake.rootUrl,
+        JIRA_URL: fake.url,
+        JIRA_PROJECTS: 'OPS',
+      },
+    );
   for (const port of ports)
     replicas.push(await spawnServer(process.execPath, [BIN], { env: env(port) }));
 });
@@ -74,20 +76,12 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function readOn(replica: ServerProcess) {
-  const { client, close } = await connectHttp(replica.url!, {
-    headers: { authorization: `Bearer ${KEY}` },
-  });
-  try {
-    return await client.callTool({ name: 'jira_get_issue', arguments: { key: 'OPS-1' } });
-  } finally {
-    await close();
-  }
-}
+const readOn = (replica: ServerProcess) =>
+  callWithKey(replica.url!, KEY, 'jira_get_issue', { key: 'OPS-1' });
 
 it('links on one replica, serves on both, and rotates once when both find the token expired, past the leeway too', async () => {
   const asked = await readOn(replicas[1]!);
-  const link = /open (\S+) in your browser/.exec(text(asked))?.[1];
+  const link = connectLink(asked);
   expect(link).toBeDefined();
   const browser = new TestBrowser();
   await browser.go(`${fake.rootUrl}/login?user=557058:alice`);

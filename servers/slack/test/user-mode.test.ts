@@ -4,13 +4,22 @@
 // Slack rights ∩ SLACK_READ_CHANNELS / SLACK_POST_CHANNELS ∩ the tool — never the bot's, never
 // another person's — and every guarantee of a post holds as it does for the bot.
 import { execFile } from 'node:child_process';
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { AuditRecord } from '@gatehouse/audit';
-import { TestBrowser, connectHttp, freePort, spawnServer, unframed } from '@gatehouse/testkit';
+import {
+  TestBrowser,
+  callWithKey,
+  connectHttp,
+  connectLink,
+  freePort,
+  personServerEnv,
+  spawnServer,
+  unframed,
+} from '@gatehouse/testkit';
 import type { ServerProcess } from '@gatehouse/testkit';
 import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
 import type { SlackFake } from '@gatehouse/testkit/slack';
@@ -63,42 +72,35 @@ beforeAll(async () => {
   writeFileSync(keys, `k1 ${randomBytes(32).toString('base64')}\n`, { mode: 0o600 });
   grantsFile = join(dir, 'grants.json');
   auditFile = join(dir, 'audit.jsonl');
-  const apiKey = (who: Person) => ({
-    id: `k-${who}`,
-    sha256: createHash('sha256').update(KEYS[who]).digest('hex'),
-    principal: `ci-${who}`,
-    scopes: ['slack:read', 'slack:write'],
-  });
-  serverEnv = {
-    PATH: process.env.PATH ?? '',
-    GATEHOUSE_TRANSPORT: 'http',
-    GATEHOUSE_HOST: '127.0.0.1',
-    GATEHOUSE_PORT: String(port),
-    GATEHOUSE_PUBLIC_URL: `http://127.0.0.1:${port}/mcp`,
-    GATEHOUSE_AUTH: 'api_key',
-    GATEHOUSE_API_KEYS: JSON.stringify(PEOPLE.map(apiKey)),
-    GATEHOUSE_STRUCTURED_OUTPUT: 'true',
-    GATEHOUSE_ENABLE_WRITES: 'true',
-    GATEHOUSE_AUDIT_SINKS: 'file',
-    GATEHOUSE_AUDIT_FILE: auditFile,
-    GATEHOUSE_IDENTITY: 'user',
-    // The bot may answer one read for people who have not linked: the channel list.
-    GATEHOUSE_IDENTITY_READ_FALLBACK: 'slack_list_channels',
-    GATEHOUSE_VAULT_KEYS_FILE: keys,
-    GATEHOUSE_GRANTS_FILE: grantsFile,
-    // Alice and Mallory by Slack id, Bob by his name: both forms are the operator's to choose.
-    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=U0ALICE001,ci-bob=bob,ci-mallory=U0MALLORY1',
-    SLACK_BOT_TOKEN: TOKEN,
-    SLACK_OAUTH_CLIENT_ID: CLIENT.id,
-    SLACK_OAUTH_CLIENT_SECRET: CLIENT.secret,
-    SLACK_TEAM_ID: 'T0ACME0001',
-    SLACK_API_URL: fake.url,
-    SLACK_WEB_URL: fake.rootUrl,
-    SLACK_READ_CHANNELS: '#general,#incidents,#leadership,#bob-private',
-    SLACK_POST_CHANNELS: '#general,#incidents',
-    SLACK_LINK_HOSTS: 'acme.example',
-    SLACK_ATTRIBUTION: ATTRIBUTION,
-  };
+  serverEnv = personServerEnv(
+    {
+      port,
+      keys: KEYS,
+      scopes: ['slack:read', 'slack:write'],
+      // Alice and Mallory by Slack id, Bob by his name: both forms are the operator's to choose.
+      logins: 'ci-alice=U0ALICE001,ci-bob=bob,ci-mallory=U0MALLORY1',
+    },
+    {
+      GATEHOUSE_STRUCTURED_OUTPUT: 'true',
+      GATEHOUSE_ENABLE_WRITES: 'true',
+      GATEHOUSE_AUDIT_SINKS: 'file',
+      GATEHOUSE_AUDIT_FILE: auditFile,
+      // The bot may answer one read for people who have not linked: the channel list.
+      GATEHOUSE_IDENTITY_READ_FALLBACK: 'slack_list_channels',
+      GATEHOUSE_VAULT_KEYS_FILE: keys,
+      GATEHOUSE_GRANTS_FILE: grantsFile,
+      SLACK_BOT_TOKEN: TOKEN,
+      SLACK_OAUTH_CLIENT_ID: CLIENT.id,
+      SLACK_OAUTH_CLIENT_SECRET: CLIENT.secret,
+      SLACK_TEAM_ID: 'T0ACME0001',
+      SLACK_API_URL: fake.url,
+      SLACK_WEB_URL: fake.rootUrl,
+      SLACK_READ_CHANNELS: '#general,#incidents,#leadership,#bob-private',
+      SLACK_POST_CHANNELS: '#general,#incidents',
+      SLACK_LINK_HOSTS: 'acme.example',
+      SLACK_ATTRIBUTION: ATTRIBUTION,
+    },
+  );
   server = await spawnServer(process.execPath, [BIN], { env: serverEnv });
 });
 
@@ -111,17 +113,8 @@ const connectAs = (who: Person) =>
   connectHttp(server.url!, { headers: { authorization: `Bearer ${KEYS[who]}` } });
 
 /** One tool call as `who`, on a fresh connection. */
-async function callAs(who: Person, name: string, args: Record<string, unknown> = {}) {
-  const { client, close } = await connectAs(who);
-  try {
-    return await client.callTool({ name, arguments: args });
-  } finally {
-    await close();
-  }
-}
-
-/** The link to connect an answer names. */
-const linkIn = (result: unknown) => /open (\S+) in your browser/.exec(text(result))?.[1];
+const callAs = (who: Person, name: string, args: Record<string, unknown> = {}) =>
+  callWithKey(server.url!, KEYS[who], name, args);
 
 /** A browser signed in to Slack as `who` opens `link`. */
 async function openAs(who: Person, link: string) {
@@ -134,7 +127,7 @@ async function openAs(who: Person, link: string) {
 async function link(who: Person): Promise<void> {
   const asked = await callAs(who, 'slack_read_channel', { channel: '#general' });
   expect(asked.isError, text(asked)).toBe(true);
-  expect((await openAs(who, linkIn(asked)!)).text).toContain(`Linked as ${who}`);
+  expect((await openAs(who, connectLink(asked)!)).text).toContain(`Linked as ${who}`);
 }
 
 /** The Slack methods requested while `fn` ran. */
@@ -163,7 +156,7 @@ describe('the Slack server acting as each person', () => {
         channel: '#general',
         text: 'hello',
       });
-      expect(linkIn(post)).toBeDefined();
+      expect(connectLink(post)).toBeDefined();
       // Resources, prompts and completions ask the same way, or complete nothing.
       const { client, close } = await connectAs('alice');
       try {
@@ -195,7 +188,7 @@ describe('the Slack server acting as each person', () => {
     const browser = new TestBrowser();
     await browser.go(`${fake.rootUrl}/signin?user=U0ALICE001`);
     const read = await callAs('alice', 'slack_read_channel', { channel: '#general' });
-    const done = await browser.go(linkIn(read)!);
+    const done = await browser.go(connectLink(read)!);
     expect(done.text).toContain('Linked as alice');
     const authorize = new URL(browser.visited.find((u) => u.includes('/oauth/v2/authorize'))!);
     expect(authorize.searchParams.get('user_scope')?.split(',').sort()).toEqual([
@@ -343,11 +336,11 @@ describe('the Slack server acting as each person', () => {
 
   it('links nothing when the link is forwarded to someone else (the confused deputy)', async () => {
     const asked = await callAs('mallory', 'slack_read_channel', { channel: '#general' });
-    const forwarded = await openAs('bob', linkIn(asked)!);
+    const forwarded = await openAs('bob', connectLink(asked)!);
     expect(forwarded.status).toBe(403);
     expect(forwarded.text).not.toContain('mallory');
     expect(
-      linkIn(await callAs('mallory', 'slack_read_channel', { channel: '#general' })),
+      connectLink(await callAs('mallory', 'slack_read_channel', { channel: '#general' })),
     ).toBeDefined();
   });
 
@@ -393,7 +386,7 @@ describe('the Slack server acting as each person', () => {
     fake.oauth!.revokeUser('U0BOB00001');
     const after = await callAs('bob', 'slack_read_channel', { channel: '#bob-private' });
     expect(text(after)).toContain('no longer accepts the account you linked');
-    expect(linkIn(after)).toBeDefined();
+    expect(connectLink(after)).toBeDefined();
   });
 
   it('audits who asked, whom each call acted as in Slack, and the channel a #name resolved to', () => {
@@ -444,7 +437,7 @@ describe('the Slack server acting as each person', () => {
         name: 'slack_read_channel',
         arguments: { channel: '#general' },
       });
-      expect(linkIn(again)).toBeDefined();
+      expect(connectLink(again)).toBeDefined();
     } finally {
       await close();
     }

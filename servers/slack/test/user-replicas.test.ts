@@ -2,10 +2,18 @@
 // through one is known to the other; when Slack's clock says their rotating token expired, calls
 // on both at once refresh it exactly once (Slack spends a refresh token on first use: a second
 // refresh would lose the grant); and Redis holds no token, and the vault's part of it names no one.
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { Redis } from 'ioredis';
-import { TestBrowser, connectHttp, freePort, spawnServer, startRedis } from '@gatehouse/testkit';
+import {
+  TestBrowser,
+  callWithKey,
+  connectLink,
+  freePort,
+  personServerEnv,
+  spawnServer,
+  startRedis,
+} from '@gatehouse/testkit';
 import type { ServerProcess, TestRedis } from '@gatehouse/testkit';
 import { slackSeed, startSlackFake } from '@gatehouse/testkit/slack';
 import type { SlackFake } from '@gatehouse/testkit/slack';
@@ -36,33 +44,27 @@ beforeAll(async () => {
       users: ['U0ALICE001'],
     },
   });
-  const env = (port: number) => ({
-    PATH: process.env.PATH ?? '',
-    GATEHOUSE_TRANSPORT: 'http',
-    GATEHOUSE_HOST: '127.0.0.1',
-    GATEHOUSE_PORT: String(port),
-    GATEHOUSE_PUBLIC_URL: publicUrl,
-    GATEHOUSE_AUTH: 'api_key',
-    GATEHOUSE_API_KEYS: JSON.stringify([
+  const env = (port: number) =>
+    personServerEnv(
       {
-        id: 'k-alice',
-        sha256: createHash('sha256').update(KEY).digest('hex'),
-        principal: 'ci-alice',
+        port,
+        publicUrl,
+        keys: { alice: KEY },
         scopes: ['slack:read'],
+        logins: 'ci-alice=U0ALICE001',
       },
-    ]),
-    GATEHOUSE_REDIS_URL: redis.url,
-    GATEHOUSE_IDENTITY: 'user',
-    GATEHOUSE_VAULT_KEYS: `k1 ${VAULT_KEY}`,
-    GATEHOUSE_IDENTITY_LOGINS: 'ci-alice=U0ALICE001',
-    // No bot token at all: nothing can fall back to it.
-    SLACK_OAUTH_CLIENT_ID: CLIENT.id,
-    SLACK_OAUTH_CLIENT_SECRET: CLIENT.secret,
-    SLACK_TEAM_ID: 'T0ACME0001',
-    SLACK_API_URL: fake.url,
-    SLACK_WEB_URL: fake.rootUrl,
-    SLACK_READ_CHANNELS: '#leadership',
-  });
+      {
+        GATEHOUSE_REDIS_URL: redis.url,
+        GATEHOUSE_VAULT_KEYS: `k1 ${VAULT_KEY}`,
+        // No bot token at all: nothing can fall back to it.
+        SLACK_OAUTH_CLIENT_ID: CLIENT.id,
+        SLACK_OAUTH_CLIENT_SECRET: CLIENT.secret,
+        SLACK_TEAM_ID: 'T0ACME0001',
+        SLACK_API_URL: fake.url,
+        SLACK_WEB_URL: fake.rootUrl,
+        SLACK_READ_CHANNELS: '#leadership',
+      },
+    );
   for (const port of ports)
     replicas.push(await spawnServer(process.execPath, [BIN], { env: env(port) }));
 });
@@ -73,23 +75,12 @@ afterAll(async () => {
   await redis?.stop();
 });
 
-async function readOn(replica: ServerProcess) {
-  const { client, close } = await connectHttp(replica.url!, {
-    headers: { authorization: `Bearer ${KEY}` },
-  });
-  try {
-    return await client.callTool({
-      name: 'slack_read_channel',
-      arguments: { channel: '#leadership' },
-    });
-  } finally {
-    await close();
-  }
-}
+const readOn = (replica: ServerProcess) =>
+  callWithKey(replica.url!, KEY, 'slack_read_channel', { channel: '#leadership' });
 
 it('links on one replica, serves on both, and rotates once when both find the token expired', async () => {
   const asked = await readOn(replicas[1]!);
-  const link = /open (\S+) in your browser/.exec(text(asked))?.[1];
+  const link = connectLink(asked);
   expect(link).toBeDefined();
   const browser = new TestBrowser();
   await browser.go(`${fake.rootUrl}/signin?user=U0ALICE001`);
