@@ -90,14 +90,18 @@ export const SERVER_IDENTITY: DbIdentity = Object.freeze({
 /** The map as loaded: where it came from, and its rules. */
 export class RoleMap {
   readonly file: RoleMapFile;
-  /** Where it came from (`POSTGRES_ROLE_MAP_FILE: path` or `POSTGRES_ROLE`), for messages. */
-  readonly source: string;
+  /** The variable that set it: the one a refusal names. */
+  readonly variable: 'POSTGRES_ROLE_MAP_FILE' | 'POSTGRES_ROLE';
   /** SHA-256 of the file's bytes (for the start record), or of POSTGRES_ROLE's value. */
   readonly sha256: string;
 
-  constructor(file: RoleMapFile, source: string, sha256: string) {
+  constructor(
+    file: RoleMapFile,
+    variable: 'POSTGRES_ROLE_MAP_FILE' | 'POSTGRES_ROLE',
+    sha256: string,
+  ) {
     this.file = file;
-    this.source = source;
+    this.variable = variable;
     this.sha256 = sha256;
   }
 
@@ -126,7 +130,7 @@ export class RoleMap {
     if (role === undefined) {
       throw new PolicyError(
         'role_map',
-        `No database role is mapped to you (principal "${principal.id}"): ask the operator to add you to the role map (${this.source.split(':')[0]}).`,
+        `No database role is mapped to you (principal "${principal.id}"): ask the operator to add you to the role map (${this.variable}).`,
         { code: 'no_database_role' },
       );
     }
@@ -187,7 +191,7 @@ export function loadRoleMap(config: {
   }
   return new RoleMap(
     parsed.data,
-    `POSTGRES_ROLE_MAP_FILE: ${file}`,
+    'POSTGRES_ROLE_MAP_FILE',
     createHash('sha256').update(bytes).digest('hex'),
   );
 }

@@ -151,7 +151,7 @@ export function createPostgresServer(
           if (error instanceof PrivilegedRoleError)
             throw new CredentialError('POSTGRES_URL', error.message);
           if (error instanceof MappedRoleError)
-            throw new CredentialError(roleMap!.source.split(':')[0]!, error.message);
+            throw new CredentialError(roleMap!.variable, error.message);
           // A wrong password or database is the operator's to fix: refused like bad config.
           if (error instanceof ToolError && error.code === 'login_refused')
             throw new CredentialError('POSTGRES_URL', error.message, { cause: error });
@@ -214,7 +214,7 @@ function roleMapDetails(roleMap: RoleMap | undefined, db: PostgresDatabase) {
   if (roleMap === undefined) return {};
   return {
     role_map: {
-      source: roleMap.source.split(':')[0],
+      source: roleMap.variable,
       sha256: roleMap.sha256,
       roles: roleMap.roles,
       claims: roleMap.claims,

@@ -339,14 +339,15 @@ export class Catalogs {
     };
     return {
       reached: async (objects) => {
-        const key = JSON.stringify([
-          role ?? null,
-          objects.functions,
-          objects.columnFunctions,
-          objects.operators,
-          objects.relations,
-          objects.types,
-        ]);
+        const key =
+          who +
+          JSON.stringify([
+            objects.functions,
+            objects.columnFunctions,
+            objects.operators,
+            objects.relations,
+            objects.types,
+          ]);
         const hit = this.reachedCache?.get(key);
         if (hit !== undefined) return hit;
         const found = await client.query<

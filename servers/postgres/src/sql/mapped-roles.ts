@@ -1,7 +1,8 @@
 import { ToolError } from '@gatehouse/core';
+import pg from 'pg';
 import type { ClientBase } from 'pg';
 import type { RoleMap } from '../role-map.js';
-import { definerFindings, roleFindings } from './role-check.js';
+import { USER_NAMESPACES, definerFindings, roleFindings } from './role-check.js';
 
 /**
  * The start's check of a role map (ADR 0027), once, on the login role's connection: each mapped
@@ -31,11 +32,6 @@ export class MappedRoleError extends ToolError {
 }
 
 const LIMIT = 5;
-
-const USER_NAMESPACES = `
-  SELECT n.oid FROM pg_catalog.pg_namespace n
-  WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
-    AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'`;
 
 /** Runs the check with `client`, connected as the login role `login`. */
 export async function checkMappedRoles(
@@ -80,12 +76,12 @@ export async function checkMappedRoles(
     if (r.role === login) continue; // the login role itself: nothing to switch to
     if (r.can_set !== true) {
       problems.push(
-        `the login role "${login}" cannot switch to ${who} (run: GRANT ${quote(r.role)} TO ${quote(login)} WITH INHERIT FALSE;)`,
+        `the login role "${login}" cannot switch to ${who} (run: GRANT ${pg.escapeIdentifier(r.role)} TO ${pg.escapeIdentifier(login)} WITH INHERIT FALSE;)`,
       );
     }
     if (r.inherits === true) {
       problems.push(
-        `the login role "${login}" inherits the privileges of ${who}, so it reads what "${r.role}" reads outside that role's calls (grant the membership WITH INHERIT FALSE on PostgreSQL 16+, or ALTER ROLE ${quote(login)} NOINHERIT)`,
+        `the login role "${login}" inherits the privileges of ${who}, so it reads what "${r.role}" reads outside that role's calls (grant the membership WITH INHERIT FALSE on PostgreSQL 16+, or ALTER ROLE ${pg.escapeIdentifier(login)} NOINHERIT)`,
       );
     }
     if (r.bypassrls !== null && r.bypassrls.length > 0) {
@@ -152,9 +148,4 @@ export async function checkMappedRoles(
     );
   }
   return { roles, problems, warnings };
-}
-
-/** A role name as SQL spells it. */
-function quote(name: string): string {
-  return /^[a-z_][a-z0-9_$]*$/.test(name) ? name : `"${name.replace(/"/g, '""')}"`;
 }

@@ -48,7 +48,8 @@ const ACTING_ROLES = `
   SELECT r.oid, r.rolname FROM pg_catalog.pg_roles r
   WHERE pg_catalog.pg_has_role($1::name, r.oid, 'MEMBER')`;
 
-const USER_NAMESPACES = `
+/** The schemas a role's objects can be in: all but the system's and temporary ones. */
+export const USER_NAMESPACES = `
   SELECT n.oid FROM pg_catalog.pg_namespace n
   WHERE n.nspname NOT IN ('pg_catalog', 'information_schema', 'pg_toast')
     AND n.nspname NOT LIKE 'pg\\_temp\\_%' AND n.nspname NOT LIKE 'pg\\_toast\\_temp\\_%'`;
