@@ -254,6 +254,9 @@ describe('each caller reads as their mapped role', () => {
       await expect(
         stranger.client.readResource({ uri: `postgres://${company.db.name}/schemas` }),
       ).rejects.toThrow(/No database role is mapped to you/);
+      await expect(
+        stranger.client.getPrompt({ name: 'postgres_explore_schema', arguments: {} }),
+      ).rejects.toThrow(/No database role is mapped to you/);
       const denied = stranger.records.filter((r) => r.event.outcome === 'failure');
       expect(denied.length).toBeGreaterThanOrEqual(4);
       for (const r of denied) {
@@ -450,8 +453,12 @@ describe('the built server', () => {
       },
     });
     const clients = await Promise.all(
+      // Rex's client speaks the 2026-07-28 era, Ana's the 2025-11-25 one: one pool, both eras.
       (['ana', 'rex'] as const).map((who) =>
-        connectHttp(server.url!, { headers: { authorization: `Bearer ${KEYS[who]}` } }),
+        connectHttp(server.url!, {
+          era: who === 'rex' ? 'modern' : 'legacy',
+          headers: { authorization: `Bearer ${KEYS[who]}` },
+        }),
       ),
     );
     try {
